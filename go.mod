@@ -1,0 +1,3 @@
+module github.com/chokaq/chokaq-go
+
+go 1.26

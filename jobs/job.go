@@ -1,0 +1,229 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is the state of a job in the hot set.
+type Status int8
+
+const (
+	// StatusPending waits to be claimed once it is due.
+	StatusPending Status = 0
+	// StatusFetched is reserved in a worker's prefetch buffer; no user code has run.
+	StatusFetched Status = 1
+	// StatusProcessing means a handler has started; its side effects are uncertain.
+	StatusProcessing Status = 2
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusPending:
+		return "Pending"
+	case StatusFetched:
+		return "Fetched"
+	case StatusProcessing:
+		return "Processing"
+	}
+	return fmt.Sprintf("Status(%d)", int8(s))
+}
+
+// Valid reports whether s is one of the defined statuses.
+func (s Status) Valid() bool { return s >= StatusPending && s <= StatusProcessing }
+
+// FailureReason says why a job reached the dead-letter queue. The numbers
+// match the reference .NET implementation so operators read the same codes.
+type FailureReason int
+
+const (
+	ReasonMaxRetriesExceeded   FailureReason = 0
+	ReasonCancelled            FailureReason = 1
+	ReasonZombie               FailureReason = 2
+	ReasonFatal                FailureReason = 6
+	ReasonTimeout              FailureReason = 7
+	ReasonHeartbeatFailure     FailureReason = 9
+	ReasonRetryLifetimeExpired FailureReason = 10
+)
+
+var reasonNames = map[FailureReason]string{
+	ReasonMaxRetriesExceeded:   "MaxRetriesExceeded",
+	ReasonCancelled:            "Cancelled",
+	ReasonZombie:               "Zombie",
+	ReasonFatal:                "Fatal",
+	ReasonTimeout:              "Timeout",
+	ReasonHeartbeatFailure:     "HeartbeatFailure",
+	ReasonRetryLifetimeExpired: "RetryLifetimeExpired",
+}
+
+func (r FailureReason) String() string {
+	if n, ok := reasonNames[r]; ok {
+		return n
+	}
+	return fmt.Sprintf("FailureReason(%d)", int(r))
+}
+
+// Valid reports whether r is one of the defined reasons.
+func (r FailureReason) Valid() bool {
+	_, ok := reasonNames[r]
+	return ok
+}
+
+// ParseFailureReason accepts a reason's name (case-insensitive) or its number.
+func ParseFailureReason(s string) (FailureReason, error) {
+	for r, n := range reasonNames {
+		if equalFold(n, s) || fmt.Sprint(int(r)) == s {
+			return r, nil
+		}
+	}
+	return 0, &ValidationError{Field: "reason", Value: s, Rule: "must be one of MaxRetriesExceeded(0), Cancelled(1), Zombie(2), Fatal(6), Timeout(7), HeartbeatFailure(9), RetryLifetimeExpired(10)"}
+}
+
+// Table names the place a job lives.
+type Table int8
+
+const (
+	TableHot     Table = 1
+	TableArchive Table = 2
+	TableDLQ     Table = 3
+)
+
+func (t Table) String() string {
+	switch t {
+	case TableHot:
+		return "hot"
+	case TableArchive:
+		return "archive"
+	case TableDLQ:
+		return "dlq"
+	}
+	return fmt.Sprintf("Table(%d)", int8(t))
+}
+
+// Valid reports whether t is one of the three tables.
+func (t Table) Valid() bool { return t >= TableHot && t <= TableDLQ }
+
+// LeaseRef names one claim of one job: the fencing token a worker presents
+// with every transition.
+type LeaseRef struct {
+	ID    int64
+	Lease int64
+}
+
+// Job is a job as a Store reports it. Fields that do not apply to the job's
+// Table are zero.
+type Job struct {
+	ID             int64
+	Queue          string
+	Type           string
+	Payload        []byte
+	Priority       int
+	Tags           []string
+	IdempotencyKey string
+	CreatedBy      string
+	MaxAttempts    int
+	// AttemptCount is the number of executions started so far.
+	AttemptCount int
+
+	Table  Table
+	Status Status // hot jobs only
+
+	CreatedAt     time.Time
+	ScheduledAt   time.Time // due time; equals CreatedAt for an immediate job
+	LastUpdatedAt time.Time // last status change
+	WorkerID      string
+	Lease         int64 // RunLease: goes up by one at every claim, kept across tables
+	StartedAt     time.Time
+	HeartbeatAt   time.Time
+	DeadlineAt    time.Time
+	LastError     string
+
+	FinishedAt    time.Time     // archive: completed; DLQ: dead-lettered
+	Duration      time.Duration // archive only: StartedAt to completion
+	FailureReason FailureReason // DLQ only
+	ErrorDetails  string        // DLQ only
+}
+
+// Ref returns the job's current lease reference.
+func (j *Job) Ref() LeaseRef { return LeaseRef{ID: j.ID, Lease: j.Lease} }
+
+// Clone returns a deep copy of j.
+func (j *Job) Clone() *Job {
+	c := *j
+	c.Payload = append([]byte(nil), j.Payload...)
+	c.Tags = append([]string(nil), j.Tags...)
+	return &c
+}
+
+// QueueSettings is the per-queue control row. Zero values mean "not set":
+// MaxWorkers 0 is unlimited, a zero timeout falls back to the global one.
+type QueueSettings struct {
+	Name                    string
+	Paused                  bool
+	MaxWorkers              int
+	ZombieTimeoutSeconds    int
+	ExecutionTimeoutSeconds int
+}
+
+// QueueUpdate changes some settings of a queue, creating its row if needed.
+// A nil field is left as it is; a pointer to zero clears the setting.
+type QueueUpdate struct {
+	Paused                  *bool
+	MaxWorkers              *int
+	ZombieTimeoutSeconds    *int
+	ExecutionTimeoutSeconds *int
+}
+
+// QueueStats is one queue's operator view.
+type QueueStats struct {
+	Queue        string
+	Paused       bool
+	MaxWorkers   int
+	Pending      int64 // due now
+	Scheduled    int64 // pending but not yet due
+	Fetched      int64
+	Processing   int64
+	Archived     int64
+	DeadLettered int64
+	// OldestDueAt is the due time of the oldest due Pending job (zero if none);
+	// Lag is how long it has been waiting, by the store's clock.
+	OldestDueAt time.Time
+	Lag         time.Duration
+}
+
+// Limits of queue settings.
+const (
+	MaxQueueWorkers        = 100000
+	MaxQueueTimeoutSeconds = 30 * 24 * 3600
+)
+
+// Validate checks a queue update.
+func (u QueueUpdate) Validate() error {
+	if u.MaxWorkers != nil && (*u.MaxWorkers < 0 || *u.MaxWorkers > MaxQueueWorkers) {
+		return &ValidationError{Field: "max_workers", Value: *u.MaxWorkers, Rule: "must be between 0 (unlimited) and " + itoa(MaxQueueWorkers)}
+	}
+	if u.ZombieTimeoutSeconds != nil && (*u.ZombieTimeoutSeconds < 0 || *u.ZombieTimeoutSeconds > MaxQueueTimeoutSeconds) {
+		return &ValidationError{Field: "zombie_timeout_seconds", Value: *u.ZombieTimeoutSeconds, Rule: "must be between 0 (use the global timeout) and " + itoa(MaxQueueTimeoutSeconds)}
+	}
+	if u.ExecutionTimeoutSeconds != nil && (*u.ExecutionTimeoutSeconds < 0 || *u.ExecutionTimeoutSeconds > MaxQueueTimeoutSeconds) {
+		return &ValidationError{Field: "execution_timeout_seconds", Value: *u.ExecutionTimeoutSeconds, Rule: "must be between 0 (use the default timeout) and " + itoa(MaxQueueTimeoutSeconds)}
+	}
+	return nil
+}
+
+// Apply returns s with u's set fields written over it.
+func (u QueueUpdate) Apply(s QueueSettings) QueueSettings {
+	if u.Paused != nil {
+		s.Paused = *u.Paused
+	}
+	if u.MaxWorkers != nil {
+		s.MaxWorkers = *u.MaxWorkers
+	}
+	if u.ZombieTimeoutSeconds != nil {
+		s.ZombieTimeoutSeconds = *u.ZombieTimeoutSeconds
+	}
+	if u.ExecutionTimeoutSeconds != nil {
+		s.ExecutionTimeoutSeconds = *u.ExecutionTimeoutSeconds
+	}
+	return s
+}

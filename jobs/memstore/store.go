@@ -1,0 +1,759 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Store is an in-memory jobs.Store. The zero value is not usable; call New.
+type Store struct {
+	clock  func() time.Time
+	limits jobs.Limits
+
+	mu      sync.Mutex
+	nextID  int64
+	hot     map[int64]*jobs.Job
+	archive map[int64]*jobs.Job
+	dlq     map[int64]*jobs.Job
+	idem    map[string]int64 // idempotency key -> hot job ID
+	queues  map[string]*queueState
+}
+
+var _ jobs.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithClock replaces the store's clock (time.Now by default). The clock plays
+// the role of SYSUTCDATETIME(): every timestamp and expiry check uses it.
+func WithClock(now func() time.Time) Option { return func(s *Store) { s.clock = now } }
+
+// WithLimits sets enqueue limits such as the maximum payload size.
+func WithLimits(l jobs.Limits) Option { return func(s *Store) { s.limits = l } }
+
+// New returns an empty store.
+func New(opts ...Option) *Store {
+	s := &Store{
+		clock:   time.Now,
+		hot:     make(map[int64]*jobs.Job),
+		archive: make(map[int64]*jobs.Job),
+		dlq:     make(map[int64]*jobs.Job),
+		idem:    make(map[string]int64),
+		queues:  make(map[string]*queueState),
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+func (s *Store) now() time.Time { return s.clock().UTC() }
+
+// queueState is the control row of a queue plus the indexes a claim needs.
+type queueState struct {
+	settings  jobs.QueueSettings
+	hasRow    bool // an operator or config created the control row
+	ready     jobHeap // due Pending jobs, best first
+	scheduled jobHeap // Pending jobs not yet due, soonest first
+	active    int // Fetched + Processing
+}
+
+func (s *Store) queue(name string) *queueState {
+	q := s.queues[name]
+	if q == nil {
+		q = &queueState{
+			settings:  jobs.QueueSettings{Name: name},
+			ready:     jobHeap{less: readyOrder},
+			scheduled: jobHeap{less: dueOrder},
+		}
+		s.queues[name] = q
+	}
+	return q
+}
+
+// pushPending indexes a job that just became Pending.
+func (s *Store) pushPending(j *jobs.Job, now time.Time) {
+	q := s.queue(j.Queue)
+	if j.ScheduledAt.After(now) {
+		q.scheduled.push(j)
+	} else {
+		q.ready.push(j)
+	}
+}
+
+// Enqueue implements jobs.Store.
+func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	p, err := p.Normalize(s.limits)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.enqueueLocked(p, s.now()), nil
+}
+
+// EnqueueMany implements jobs.Store.
+func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ps, err := jobs.NormalizeBatch(ps, s.limits)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	out := make([]jobs.EnqueueResult, len(ps))
+	for i, p := range ps {
+		out[i] = s.enqueueLocked(p, now)
+	}
+	return out, nil
+}
+
+func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueResult {
+	if p.IdempotencyKey != "" {
+		if id, ok := s.idem[p.IdempotencyKey]; ok {
+			return jobs.EnqueueResult{ID: id, Duplicate: true}
+		}
+	}
+	s.nextID++
+	j := &jobs.Job{
+		ID:             s.nextID,
+		Queue:          p.Queue,
+		Type:           p.Type,
+		Payload:        bytes.Clone(p.Payload),
+		Priority:       p.Priority,
+		Tags:           slices.Clone(p.Tags),
+		IdempotencyKey: p.IdempotencyKey,
+		CreatedBy:      p.CreatedBy,
+		MaxAttempts:    p.MaxAttempts,
+		Table:          jobs.TableHot,
+		Status:         jobs.StatusPending,
+		CreatedAt:      now,
+		ScheduledAt:    now.Add(p.Delay),
+		LastUpdatedAt:  now,
+	}
+	if !p.RunAt.IsZero() {
+		j.ScheduledAt = p.RunAt
+	}
+	s.hot[j.ID] = j
+	if j.IdempotencyKey != "" {
+		s.idem[j.IdempotencyKey] = j.ID
+	}
+	s.pushPending(j, now)
+	return jobs.EnqueueResult{ID: j.ID}
+}
+
+// Claim implements jobs.Store.
+func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []*jobs.Job
+	for _, name := range uniq(p.Queues) {
+		q := s.queues[name]
+		if q == nil || q.settings.Paused {
+			continue
+		}
+		for q.scheduled.Len() > 0 && !q.scheduled.peek().ScheduledAt.After(now) {
+			q.ready.push(q.scheduled.pop())
+		}
+		for len(out) < p.Limit && q.ready.Len() > 0 {
+			if q.settings.MaxWorkers > 0 && q.active >= q.settings.MaxWorkers {
+				break
+			}
+			j := q.ready.pop()
+			if s.hot[j.ID] != j || j.Status != jobs.StatusPending {
+				continue // stale index entry
+			}
+			j.Status = jobs.StatusFetched
+			j.WorkerID = p.WorkerID
+			j.Lease++
+			j.LastUpdatedAt = now
+			q.active++
+			out = append(out, j.Clone())
+		}
+	}
+	return out, nil
+}
+
+// owned returns the hot job that ref still owns in status want, or nil.
+func (s *Store) owned(ref jobs.LeaseRef, want jobs.Status) *jobs.Job {
+	j := s.hot[ref.ID]
+	if j == nil || j.Lease != ref.Lease || j.Status != want {
+		return nil
+	}
+	return j
+}
+
+// Start implements jobs.Store.
+func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
+	if err := ctx.Err(); err != nil {
+		return jobs.Started{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return jobs.Started{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.owned(ref, jobs.StatusFetched)
+	if j == nil {
+		return jobs.Started{}, fmt.Errorf("start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+	}
+	now := s.now()
+	timeout := p.DefaultTimeout
+	if q := s.queues[j.Queue]; q != nil && q.settings.ExecutionTimeoutSeconds > 0 {
+		timeout = time.Duration(q.settings.ExecutionTimeoutSeconds) * time.Second
+	}
+	j.Status = jobs.StatusProcessing
+	j.AttemptCount++
+	j.StartedAt, j.HeartbeatAt, j.LastUpdatedAt = now, now, now
+	j.DeadlineAt = now.Add(timeout)
+	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout}, nil
+}
+
+// Heartbeat implements jobs.Store.
+func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var lost []jobs.LeaseRef
+	for _, ref := range refs {
+		if j := s.owned(ref, jobs.StatusProcessing); j != nil {
+			j.HeartbeatAt = now
+		} else {
+			lost = append(lost, ref)
+		}
+	}
+	return lost, nil
+}
+
+// Complete implements jobs.Store.
+func (s *Store) Complete(ctx context.Context, ref jobs.LeaseRef) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.owned(ref, jobs.StatusProcessing)
+	if j == nil {
+		return fmt.Errorf("complete job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+	}
+	now := s.now()
+	s.removeHot(j)
+	j.Table = jobs.TableArchive
+	j.FinishedAt = now
+	j.Duration = now.Sub(j.StartedAt)
+	s.archive[j.ID] = j
+	return nil
+}
+
+// Retry implements jobs.Store.
+func (s *Store) Retry(ctx context.Context, ref jobs.LeaseRef, p jobs.RetryParams) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.owned(ref, jobs.StatusProcessing)
+	if j == nil {
+		return fmt.Errorf("retry job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+	}
+	now := s.now()
+	s.queue(j.Queue).active--
+	toPending(j, now)
+	j.ScheduledAt = now.Add(p.Delay)
+	j.LastError = p.Error
+	s.pushPending(j, now)
+	return nil
+}
+
+// DeadLetter implements jobs.Store.
+func (s *Store) DeadLetter(ctx context.Context, ref jobs.LeaseRef, p jobs.DeadLetterParams) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.owned(ref, jobs.StatusProcessing)
+	if j == nil {
+		return fmt.Errorf("dead-letter job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+	}
+	s.toDLQ(j, p.Reason, p.Details, s.now())
+	return nil
+}
+
+// Release implements jobs.Store.
+func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	n := 0
+	for _, ref := range refs {
+		if j := s.owned(ref, jobs.StatusFetched); j != nil {
+			s.queue(j.Queue).active--
+			toPending(j, now)
+			s.pushPending(j, now)
+			n++
+		}
+	}
+	return n, nil
+}
+
+// toPending resets the worker-side fields of a hot job that goes back to
+// Pending. ScheduledAt is left to the caller.
+func toPending(j *jobs.Job, now time.Time) {
+	j.Status = jobs.StatusPending
+	j.WorkerID = ""
+	j.StartedAt, j.HeartbeatAt, j.DeadlineAt = time.Time{}, time.Time{}, time.Time{}
+	j.LastUpdatedAt = now
+}
+
+// removeHot takes an active (Fetched or Processing) job out of the hot set.
+func (s *Store) removeHot(j *jobs.Job) {
+	delete(s.hot, j.ID)
+	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
+		delete(s.idem, j.IdempotencyKey)
+	}
+	s.queue(j.Queue).active--
+}
+
+func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, now time.Time) {
+	s.removeHot(j)
+	j.Table = jobs.TableDLQ
+	j.FinishedAt = now
+	j.FailureReason = reason
+	j.ErrorDetails = details
+	s.dlq[j.ID] = j
+}
+
+// RescueFetched implements jobs.Store (phase 1).
+func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	cutoff := now.Add(-p.Timeout)
+	var out []jobs.Rescued
+	for _, j := range s.sortedHot() {
+		if len(out) == p.RescueLimit() {
+			break
+		}
+		if j.Status != jobs.StatusFetched || !j.LastUpdatedAt.Before(cutoff) {
+			continue
+		}
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.LastUpdatedAt})
+		s.queue(j.Queue).active--
+		toPending(j, now)
+		s.pushPending(j, now)
+	}
+	return out, nil
+}
+
+// RescueZombies implements jobs.Store (phase 2).
+func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []jobs.Rescued
+	for _, j := range s.sortedHot() {
+		if len(out) == p.RescueLimit() {
+			break
+		}
+		if j.Status != jobs.StatusProcessing {
+			continue
+		}
+		timeout := p.Timeout
+		if q := s.queues[j.Queue]; q != nil && q.settings.ZombieTimeoutSeconds > 0 {
+			timeout = time.Duration(q.settings.ZombieTimeoutSeconds) * time.Second
+		}
+		seen := j.HeartbeatAt
+		if seen.IsZero() {
+			seen = j.LastUpdatedAt
+		}
+		if !seen.Before(now.Add(-timeout)) {
+			continue
+		}
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: seen, Reason: jobs.ReasonZombie})
+		s.toDLQ(j, jobs.ReasonZombie, jobs.ZombieDetails(seen, timeout, j.WorkerID), now)
+	}
+	return out, nil
+}
+
+// RescueExpired implements jobs.Store (phase 3).
+func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	var out []jobs.Rescued
+	for _, j := range s.sortedHot() {
+		if len(out) == p.RescueLimit() {
+			break
+		}
+		if j.Status != jobs.StatusProcessing || j.DeadlineAt.IsZero() || !j.DeadlineAt.Before(now) {
+			continue
+		}
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.DeadlineAt, Reason: jobs.ReasonTimeout})
+		s.toDLQ(j, jobs.ReasonTimeout, jobs.DeadlineDetails(j.DeadlineAt, j.WorkerID), now)
+	}
+	return out, nil
+}
+
+// sortedHot returns hot jobs by ID so batch limits are deterministic.
+func (s *Store) sortedHot() []*jobs.Job {
+	out := make([]*jobs.Job, 0, len(s.hot))
+	for _, j := range s.hot {
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b *jobs.Job) int { return compareInt64(a.ID, b.ID) })
+	return out
+}
+
+// Resurrect implements jobs.Store.
+func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := jobs.CheckBulk(jobs.TableDLQ, p.Filter, p.All); err != nil {
+		return 0, err
+	}
+	if p.Payload != nil && len(p.Payload) > s.limits.MaxPayload() {
+		return 0, &jobs.ValidationError{Field: "payload", Value: p.Payload, Rule: fmt.Sprintf("must be at most %d bytes", s.limits.MaxPayload())}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	n := 0
+	for _, j := range s.matching(jobs.TableDLQ, p.Filter, now) {
+		delete(s.dlq, j.ID)
+		j.Table = jobs.TableHot
+		toPending(j, now)
+		j.AttemptCount = 0
+		j.ScheduledAt = now
+		j.LastError = j.ErrorDetails
+		j.ErrorDetails, j.FailureReason, j.FinishedAt = "", 0, time.Time{}
+		if p.Payload != nil {
+			j.Payload = bytes.Clone(p.Payload)
+		}
+		if j.IdempotencyKey != "" {
+			if _, taken := s.idem[j.IdempotencyKey]; taken {
+				j.IdempotencyKey = "" // an active job holds the key now; keys are unique among active jobs
+			} else {
+				s.idem[j.IdempotencyKey] = j.ID
+			}
+		}
+		s.hot[j.ID] = j
+		s.pushPending(j, now)
+		n++
+	}
+	return n, nil
+}
+
+// Purge implements jobs.Store.
+func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if p.Table != jobs.TableArchive && p.Table != jobs.TableDLQ {
+		return 0, &jobs.ValidationError{Field: "table", Value: p.Table, Rule: "purge applies to archive or dlq"}
+	}
+	if err := jobs.CheckBulk(p.Table, p.Filter, p.All); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.table(p.Table)
+	n := 0
+	for _, j := range s.matching(p.Table, p.Filter, s.now()) {
+		delete(m, j.ID)
+		n++
+	}
+	return n, nil
+}
+
+func (s *Store) table(t jobs.Table) map[int64]*jobs.Job {
+	switch t {
+	case jobs.TableArchive:
+		return s.archive
+	case jobs.TableDLQ:
+		return s.dlq
+	}
+	return s.hot
+}
+
+// matching returns the jobs of table t that f selects, newest first.
+func (s *Store) matching(t jobs.Table, f jobs.Filter, now time.Time) []*jobs.Job {
+	var ids map[int64]bool
+	if len(f.IDs) > 0 {
+		ids = make(map[int64]bool, len(f.IDs))
+		for _, id := range f.IDs {
+			ids[id] = true
+		}
+	}
+	var out []*jobs.Job
+	for _, j := range s.table(t) {
+		if ids != nil && !ids[j.ID] {
+			continue
+		}
+		if !matches(j, f, now) {
+			continue
+		}
+		out = append(out, j)
+	}
+	slices.SortFunc(out, func(a, b *jobs.Job) int { return compareInt64(b.ID, a.ID) })
+	return out
+}
+
+func matches(j *jobs.Job, f jobs.Filter, now time.Time) bool {
+	if f.Queue != "" && j.Queue != f.Queue {
+		return false
+	}
+	if f.Type != "" && j.Type != f.Type {
+		return false
+	}
+	if f.Status != nil && j.Status != *f.Status {
+		return false
+	}
+	if f.Reason != nil && j.FailureReason != *f.Reason {
+		return false
+	}
+	at := j.CreatedAt
+	if j.Table != jobs.TableHot {
+		at = j.FinishedAt
+	}
+	if !f.From.IsZero() && at.Before(f.From) {
+		return false
+	}
+	if !f.To.IsZero() && !at.Before(f.To) {
+		return false
+	}
+	if f.OlderThan > 0 && !at.Before(now.Add(-f.OlderThan)) {
+		return false
+	}
+	if f.Text != "" {
+		t := strings.ToLower(f.Text)
+		if !strings.Contains(strings.ToLower(j.Type), t) &&
+			!strings.Contains(strings.ToLower(j.LastError), t) &&
+			!strings.Contains(strings.ToLower(j.ErrorDetails), t) &&
+			!bytes.Contains(j.Payload, []byte(f.Text)) {
+			return false
+		}
+	}
+	return true
+}
+
+// GetJob implements jobs.Store.
+func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, m := range []map[int64]*jobs.Job{s.hot, s.archive, s.dlq} {
+		if j, ok := m[id]; ok {
+			return j.Clone(), nil
+		}
+	}
+	return nil, fmt.Errorf("job %d: %w", id, jobs.ErrJobNotFound)
+}
+
+// ListJobs implements jobs.Store.
+func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
+	if err := ctx.Err(); err != nil {
+		return jobs.JobPage{}, err
+	}
+	if err := p.Filter.Validate(p.Table); err != nil {
+		return jobs.JobPage{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	limit := p.PageLimit()
+	var page jobs.JobPage
+	for _, j := range s.matching(p.Table, p.Filter, s.now()) {
+		if p.BeforeID > 0 && j.ID >= p.BeforeID {
+			continue
+		}
+		if len(page.Jobs) == limit {
+			page.NextBeforeID = page.Jobs[limit-1].ID
+			break
+		}
+		page.Jobs = append(page.Jobs, j.Clone())
+	}
+	return page, nil
+}
+
+// CountJobs implements jobs.Store.
+func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := f.Validate(t); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.matching(t, f, s.now()))), nil
+}
+
+// Queues implements jobs.Store.
+func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []jobs.QueueSettings
+	for _, q := range s.queues {
+		if q.hasRow {
+			out = append(out, q.settings)
+		}
+	}
+	slices.SortFunc(out, func(a, b jobs.QueueSettings) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// UpdateQueue implements jobs.Store.
+func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate) (jobs.QueueSettings, error) {
+	if err := ctx.Err(); err != nil {
+		return jobs.QueueSettings{}, err
+	}
+	if err := jobs.ValidateQueueName(name); err != nil {
+		return jobs.QueueSettings{}, err
+	}
+	if err := u.Validate(); err != nil {
+		return jobs.QueueSettings{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.queue(name)
+	q.settings = u.Apply(q.settings)
+	q.hasRow = true
+	return q.settings, nil
+}
+
+// QueueStats implements jobs.Store.
+func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	stats := map[string]*jobs.QueueStats{}
+	get := func(name string) *jobs.QueueStats {
+		st := stats[name]
+		if st == nil {
+			st = &jobs.QueueStats{Queue: name}
+			stats[name] = st
+		}
+		return st
+	}
+	for name, q := range s.queues {
+		if q.hasRow {
+			st := get(name)
+			st.Paused, st.MaxWorkers = q.settings.Paused, q.settings.MaxWorkers
+		}
+	}
+	for _, j := range s.hot {
+		st := get(j.Queue)
+		switch {
+		case j.Status == jobs.StatusFetched:
+			st.Fetched++
+		case j.Status == jobs.StatusProcessing:
+			st.Processing++
+		case j.ScheduledAt.After(now):
+			st.Scheduled++
+		default:
+			st.Pending++
+			if st.OldestDueAt.IsZero() || j.ScheduledAt.Before(st.OldestDueAt) {
+				st.OldestDueAt = j.ScheduledAt
+			}
+		}
+	}
+	for _, j := range s.archive {
+		get(j.Queue).Archived++
+	}
+	for _, j := range s.dlq {
+		get(j.Queue).DeadLettered++
+	}
+	out := make([]jobs.QueueStats, 0, len(stats))
+	for _, st := range stats {
+		if !st.OldestDueAt.IsZero() {
+			st.Lag = now.Sub(st.OldestDueAt)
+		}
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+// Now implements jobs.Store.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+	return s.now(), nil
+}
+
+func uniq(qs []string) []string {
+	out := make([]string, 0, len(qs))
+	for _, q := range qs {
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,28 @@
+package memstore_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/jobs/storetest"
+)
+
+// The store's clock starts years away from the wall clock, so a timestamp
+// taken from time.Now anywhere in the store fails the I7 case.
+var epoch = time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func newHarness(t *testing.T) *storetest.Harness {
+	clock := memstore.NewManualClock(epoch)
+	return &storetest.Harness{
+		Store:   memstore.New(memstore.WithClock(clock.Now)),
+		Advance: func(_ testing.TB, d time.Duration) { clock.Advance(d) },
+	}
+}
+
+func TestContract(t *testing.T) {
+	if n := storetest.CaseCount(); n < 40 {
+		t.Fatalf("the contract has %d cases, want at least 40", n)
+	}
+	storetest.Run(t, newHarness)
+}

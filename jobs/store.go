@@ -1,0 +1,331 @@
+package jobs
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the port between chokaq-go's policy (processor, rescue, operator
+// tools) and a storage backend. Every method is safe for concurrent use.
+//
+// Transitions follow DESIGN section 4. Worker transitions take a LeaseRef and
+// return ErrLeaseLost when the lease no longer matches the job in the
+// expected status; they then change nothing.
+type Store interface {
+	// Enqueue adds one job (new -> Pending).
+	Enqueue(ctx context.Context, p EnqueueParams) (EnqueueResult, error)
+	// EnqueueMany adds jobs atomically: all of them or none. Results are in
+	// input order. A key repeated within the batch resolves to its first job.
+	EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error)
+
+	// Claim moves up to Limit due Pending jobs of the named queues to Fetched
+	// for WorkerID, each with a new lease. Paused queues give nothing, and a
+	// queue's MaxWorkers caps its Fetched plus Processing jobs fleet-wide.
+	Claim(ctx context.Context, p ClaimParams) ([]*Job, error)
+	// Start moves a Fetched job to Processing: AttemptCount+1, start,
+	// heartbeat and deadline (queue's execution timeout, else DefaultTimeout).
+	Start(ctx context.Context, ref LeaseRef, p StartParams) (Started, error)
+	// Heartbeat stamps Processing jobs with the store's time in one call. It
+	// returns the refs that matched no row: those jobs' leases are lost.
+	Heartbeat(ctx context.Context, refs []LeaseRef) (lost []LeaseRef, err error)
+	// Complete moves a Processing job to the archive.
+	Complete(ctx context.Context, ref LeaseRef) error
+	// Retry returns a Processing job to Pending, due after Delay.
+	Retry(ctx context.Context, ref LeaseRef, p RetryParams) error
+	// DeadLetter moves a Processing job to the DLQ with a reason.
+	DeadLetter(ctx context.Context, ref LeaseRef, p DeadLetterParams) error
+	// Release returns Fetched jobs to Pending without touching AttemptCount.
+	// Stale refs are skipped; it returns how many were released.
+	Release(ctx context.Context, refs []LeaseRef) (int, error)
+
+	// RescueFetched (phase 1) returns Fetched jobs whose status is older
+	// than Timeout to Pending.
+	RescueFetched(ctx context.Context, p RescueParams) ([]Rescued, error)
+	// RescueZombies (phase 2) moves Processing jobs whose last heartbeat is
+	// older than their queue's ZombieTimeoutSeconds (else Timeout) to the DLQ
+	// with ReasonZombie.
+	RescueZombies(ctx context.Context, p RescueParams) ([]Rescued, error)
+	// RescueExpired (phase 3) moves Processing jobs past their DeadlineAt to
+	// the DLQ with ReasonTimeout. Timeout is ignored.
+	RescueExpired(ctx context.Context, p RescueParams) ([]Rescued, error)
+
+	// Resurrect moves dead letters back to Pending (AttemptCount reset, ID
+	// kept) and returns how many moved, also when it fails part way.
+	Resurrect(ctx context.Context, p ResurrectParams) (int, error)
+	// Purge deletes archived or dead-lettered jobs and returns how many were
+	// deleted, also when it fails part way.
+	Purge(ctx context.Context, p PurgeParams) (int, error)
+
+	// GetJob finds a job in whichever table holds it, or ErrJobNotFound.
+	GetJob(ctx context.Context, id int64) (*Job, error)
+	// ListJobs pages through one table, newest (highest ID) first.
+	ListJobs(ctx context.Context, p ListParams) (JobPage, error)
+	// CountJobs counts one table's jobs that match a filter.
+	CountJobs(ctx context.Context, table Table, f Filter) (int64, error)
+
+	// Queues lists the queue control rows.
+	Queues(ctx context.Context) ([]QueueSettings, error)
+	// UpdateQueue changes a queue's settings, creating its row if needed.
+	UpdateQueue(ctx context.Context, name string, u QueueUpdate) (QueueSettings, error)
+	// QueueStats reports counts and lag for every queue that has a control
+	// row or any job.
+	QueueStats(ctx context.Context) ([]QueueStats, error)
+
+	// Now reports the store's clock, the only clock used to judge expiry.
+	Now(ctx context.Context) (time.Time, error)
+}
+
+// ClaimParams selects what a claim may take.
+type ClaimParams struct {
+	WorkerID string
+	// Queues are tried in order until Limit jobs are claimed.
+	Queues []string
+	Limit  int
+}
+
+// StartParams configures Start.
+type StartParams struct {
+	// DefaultTimeout is the execution timeout when the queue sets none.
+	DefaultTimeout time.Duration
+}
+
+// Started reports what Start wrote.
+type Started struct {
+	AttemptCount int
+	StartedAt    time.Time
+	DeadlineAt   time.Time
+	// Timeout is the execution timeout the store applied (the queue's own,
+	// else the default). A worker arms its own timer with it, relative to
+	// now, so its clock never has to agree with the store's.
+	Timeout time.Duration
+}
+
+// RetryParams configures Retry.
+type RetryParams struct {
+	Delay time.Duration
+	Error string
+}
+
+// DeadLetterParams configures DeadLetter.
+type DeadLetterParams struct {
+	Reason  FailureReason
+	Details string
+}
+
+// MaxRescueBatch caps one rescue statement.
+const MaxRescueBatch = 1000
+
+// RescueParams configures one rescue phase call.
+type RescueParams struct {
+	Timeout time.Duration
+	// Limit caps the jobs moved by this call; 0 means MaxRescueBatch.
+	Limit int
+}
+
+// RescueLimit returns the effective batch size, clamped to [1, MaxRescueBatch].
+func (p RescueParams) RescueLimit() int {
+	if p.Limit <= 0 || p.Limit > MaxRescueBatch {
+		return MaxRescueBatch
+	}
+	return p.Limit
+}
+
+// Rescued describes one job a rescue phase moved.
+type Rescued struct {
+	ID       int64
+	Queue    string
+	Type     string
+	WorkerID string
+	Lease    int64
+	// LastSeen is the job's last sign of life: its heartbeat (phase 2), its
+	// status change (phase 1) or its deadline (phase 3).
+	LastSeen time.Time
+	// Reason is set for phases 2 and 3.
+	Reason FailureReason
+}
+
+// Filter selects jobs for listing, counting, resurrect and purge. Empty
+// fields do not filter.
+type Filter struct {
+	IDs    []int64
+	Queue  string
+	Type   string
+	Status *Status        // hot only
+	Reason *FailureReason // DLQ only
+	// From (inclusive) and To (exclusive) bound the table's own instant:
+	// CreatedAt for hot jobs, FinishedAt for archived and dead-lettered ones.
+	From, To time.Time
+	// OlderThan keeps jobs whose instant is older than the store's now minus
+	// this duration.
+	OlderThan time.Duration
+	// Text matches a substring of the type, the last error or error details
+	// (by the store's collation), or the payload bytes.
+	Text string
+}
+
+// IsEmpty reports whether f selects everything.
+func (f Filter) IsEmpty() bool {
+	return len(f.IDs) == 0 && f.Queue == "" && f.Type == "" && f.Status == nil &&
+		f.Reason == nil && f.From.IsZero() && f.To.IsZero() && f.OlderThan == 0 && f.Text == ""
+}
+
+// Validate checks that f makes sense for table t.
+func (f Filter) Validate(t Table) error {
+	if !t.Valid() {
+		return &ValidationError{Field: "table", Value: t, Rule: "must be hot, archive or dlq"}
+	}
+	if f.Status != nil {
+		if t != TableHot {
+			return &ValidationError{Field: "status", Value: *f.Status, Rule: "applies only to hot jobs"}
+		}
+		if !f.Status.Valid() {
+			return &ValidationError{Field: "status", Value: *f.Status, Rule: "must be Pending(0), Fetched(1) or Processing(2)"}
+		}
+	}
+	if f.Reason != nil {
+		if t != TableDLQ {
+			return &ValidationError{Field: "reason", Value: *f.Reason, Rule: "applies only to dead letters"}
+		}
+		if !f.Reason.Valid() {
+			return &ValidationError{Field: "reason", Value: int(*f.Reason), Rule: "is not a known failure reason"}
+		}
+	}
+	if f.OlderThan < 0 {
+		return &ValidationError{Field: "older_than", Value: f.OlderThan, Rule: "must not be negative"}
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.From.Before(f.To) {
+		return &ValidationError{Field: "from", Value: f.From, Rule: "must be before to (" + f.To.String() + ")"}
+	}
+	if f.Queue != "" {
+		if err := ValidateQueueName(f.Queue); err != nil {
+			return err
+		}
+	}
+	if len(f.IDs) > MaxFilterIDs {
+		return &ValidationError{Field: "ids", Value: len(f.IDs), Rule: "at most " + itoa(MaxFilterIDs) + " ids per call"}
+	}
+	return nil
+}
+
+// MaxFilterIDs caps an explicit ID list.
+const MaxFilterIDs = 10000
+
+// Paging limits for ListJobs.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 1000
+)
+
+// ListParams pages through one table.
+type ListParams struct {
+	Table  Table
+	Filter Filter
+	// Limit defaults to DefaultPageSize and is capped at MaxPageSize.
+	Limit int
+	// BeforeID continues a listing: only IDs below it. 0 starts at the newest.
+	BeforeID int64
+}
+
+// PageLimit returns the effective page size.
+func (p ListParams) PageLimit() int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultPageSize
+	case p.Limit > MaxPageSize:
+		return MaxPageSize
+	}
+	return p.Limit
+}
+
+// JobPage is one page of a listing.
+type JobPage struct {
+	Jobs []*Job
+	// NextBeforeID continues the listing; 0 when this was the last page.
+	NextBeforeID int64
+}
+
+// ResurrectParams selects dead letters to bring back.
+type ResurrectParams struct {
+	Filter Filter
+	// All must be set to resurrect with an empty filter.
+	All bool
+	// Payload, when not nil, replaces the payload of every resurrected job.
+	Payload []byte
+}
+
+// PurgeParams selects archived or dead-lettered jobs to delete.
+type PurgeParams struct {
+	Table  Table // TableArchive or TableDLQ
+	Filter Filter
+	// All must be set to purge with an empty filter.
+	All bool
+}
+
+// CheckBulk validates a bulk filter for table t, refusing an empty one
+// unless all is set.
+func CheckBulk(t Table, f Filter, all bool) error {
+	if err := f.Validate(t); err != nil {
+		return err
+	}
+	if f.IsEmpty() && !all {
+		return ErrEmptyFilter
+	}
+	return nil
+}
+
+// Validate checks worker-side parameters shared by every store.
+func (p StartParams) Validate() error {
+	if p.DefaultTimeout <= 0 {
+		return &ValidationError{Field: "default_timeout", Value: p.DefaultTimeout, Rule: "must be positive"}
+	}
+	if p.DefaultTimeout > MaxDelay {
+		return &ValidationError{Field: "default_timeout", Value: p.DefaultTimeout, Rule: "must be at most " + MaxDelay.String()}
+	}
+	return nil
+}
+
+// Validate checks a retry request.
+func (p RetryParams) Validate() error {
+	if p.Delay < 0 || p.Delay > MaxDelay {
+		return &ValidationError{Field: "delay", Value: p.Delay, Rule: "must be between 0 and " + MaxDelay.String()}
+	}
+	return nil
+}
+
+// Validate checks a dead-letter request.
+func (p DeadLetterParams) Validate() error {
+	if !p.Reason.Valid() {
+		return &ValidationError{Field: "reason", Value: int(p.Reason), Rule: "is not a known failure reason"}
+	}
+	return nil
+}
+
+// Validate checks a claim request.
+func (p ClaimParams) Validate() error {
+	if p.Limit < 0 {
+		return &ValidationError{Field: "limit", Value: p.Limit, Rule: "must not be negative"}
+	}
+	if err := checkText("worker_id", p.WorkerID, MaxWorkerIDLen); err != nil {
+		return err
+	}
+	if p.WorkerID == "" {
+		return &ValidationError{Field: "worker_id", Value: p.WorkerID, Rule: "must not be empty"}
+	}
+	for _, q := range p.Queues {
+		if err := ValidateQueueName(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks a rescue request for phases 1 and 2, which need a timeout.
+func (p RescueParams) Validate() error {
+	if p.Timeout <= 0 || p.Timeout > MaxDelay {
+		return &ValidationError{Field: "timeout", Value: p.Timeout, Rule: "must be positive and at most " + MaxDelay.String()}
+	}
+	return nil
+}
+
+// MaxWorkerIDLen caps a worker ID.
+const MaxWorkerIDLen = 200

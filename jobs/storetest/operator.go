@@ -1,0 +1,293 @@
+package storetest
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// deadLetter runs a job to the DLQ with a reason.
+func deadLetter(t *testing.T, h *Harness, p jobs.EnqueueParams, reason jobs.FailureReason, details string) *jobs.Job {
+	t.Helper()
+	j := running(t, h, p)
+	if err := h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: reason, Details: details}); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// archived runs a job to the archive.
+func archived(t *testing.T, h *Harness, p jobs.EnqueueParams) *jobs.Job {
+	t.Helper()
+	j := running(t, h, p)
+	if err := h.Store.Complete(ctxOf(t), j.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+func listIDs(t *testing.T, h *Harness, p jobs.ListParams) []int64 {
+	t.Helper()
+	page, err := h.Store.ListJobs(ctxOf(t), p)
+	if err != nil {
+		t.Fatalf("ListJobs(%+v): %v", p, err)
+	}
+	return ids(page.Jobs)
+}
+
+var operatorCases = []testCase{
+	{"ResurrectKeepsIDAndResetsAttempts", func(t *testing.T, h *Harness) {
+		d := deadLetter(t, h, jobs.EnqueueParams{Payload: []byte("v1")}, jobs.ReasonMaxRetriesExceeded, "gave up")
+		n, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{d.ID}}, Payload: []byte("v2")})
+		if err != nil || n != 1 {
+			t.Fatalf("Resurrect = %d, %v", n, err)
+		}
+		p := wantHot(t, h, d.ID, jobs.StatusPending)
+		if p.AttemptCount != 0 || string(p.Payload) != "v2" || p.LastError != "gave up" {
+			t.Fatalf("resurrected %+v, want attempt 0, edited payload, last error kept", p)
+		}
+		again := claimOne(t, h)
+		if again.ID != d.ID || again.Lease <= d.Lease {
+			t.Fatalf("reclaimed %+v, want job %d with a lease above %d", again, d.ID, d.Lease)
+		}
+		wantLeaseLost(t, "Complete with the pre-DLQ lease", h.Store.Complete(ctxOf(t), d.Ref()))
+	}},
+	{"ResurrectByFilter", func(t *testing.T, h *Harness) {
+		a := deadLetter(t, h, jobs.EnqueueParams{Queue: "q1", Type: "a"}, jobs.ReasonFatal, "x")
+		deadLetter(t, h, jobs.EnqueueParams{Queue: "q1", Type: "b"}, jobs.ReasonFatal, "x")
+		c := deadLetter(t, h, jobs.EnqueueParams{Queue: "q1", Type: "a"}, jobs.ReasonTimeout, "x")
+		deadLetter(t, h, jobs.EnqueueParams{Queue: "q2", Type: "a"}, jobs.ReasonFatal, "x")
+		n, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{Filter: jobs.Filter{Queue: "q1", Type: "a"}})
+		if err != nil || n != 2 {
+			t.Fatalf("Resurrect by queue and type = %d, %v; want 2", n, err)
+		}
+		wantHot(t, h, a.ID, jobs.StatusPending)
+		wantHot(t, h, c.ID, jobs.StatusPending)
+		if left := count(t, h, jobs.TableDLQ, jobs.Filter{}); left != 2 {
+			t.Fatalf("%d dead letters left, want 2", left)
+		}
+	}},
+	{"ResurrectRefusesEmptyFilterUnlessAll", func(t *testing.T, h *Harness) {
+		deadLetter(t, h, jobs.EnqueueParams{}, jobs.ReasonFatal, "x")
+		deadLetter(t, h, jobs.EnqueueParams{}, jobs.ReasonFatal, "x")
+		if _, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{}); !errors.Is(err, jobs.ErrEmptyFilter) {
+			t.Fatalf("err = %v, want ErrEmptyFilter", err)
+		}
+		if n, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{All: true}); err != nil || n != 2 {
+			t.Fatalf("Resurrect(All) = %d, %v; want 2", n, err)
+		}
+	}},
+	{"ResurrectDropsAKeyNowHeldByAnActiveJob", func(t *testing.T, h *Harness) {
+		d := deadLetter(t, h, jobs.EnqueueParams{IdempotencyKey: "k"}, jobs.ReasonFatal, "x")
+		live := enqueue(t, h, jobs.EnqueueParams{IdempotencyKey: "k"})
+		if live == d.ID {
+			t.Fatal("the key was still held after its job was dead-lettered")
+		}
+		if n, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{d.ID}}}); err != nil || n != 1 {
+			t.Fatalf("Resurrect = %d, %v", n, err)
+		}
+		if j := get(t, h, d.ID); j.IdempotencyKey != "" {
+			t.Fatalf("resurrected job kept key %q that job %d holds", j.IdempotencyKey, live)
+		}
+		if r, err := h.Store.Enqueue(ctxOf(t), jobs.EnqueueParams{Type: "t", IdempotencyKey: "k"}); err != nil || r.ID != live {
+			t.Fatalf("key now resolves to %+v, %v; want job %d", r, err, live)
+		}
+	}},
+	{"PurgeRefusesEmptyFilterUnlessAll", func(t *testing.T, h *Harness) {
+		deadLetter(t, h, jobs.EnqueueParams{}, jobs.ReasonFatal, "x")
+		archived(t, h, jobs.EnqueueParams{})
+		for _, table := range []jobs.Table{jobs.TableDLQ, jobs.TableArchive} {
+			if _, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: table}); !errors.Is(err, jobs.ErrEmptyFilter) {
+				t.Fatalf("Purge(%s) with no filter: err = %v, want ErrEmptyFilter", table, err)
+			}
+			if n := count(t, h, table, jobs.Filter{}); n != 1 {
+				t.Fatalf("a refused purge of %s left %d rows, want 1", table, n)
+			}
+			if n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: table, All: true}); err != nil || n != 1 {
+				t.Fatalf("Purge(%s, All) = %d, %v", table, n, err)
+			}
+		}
+	}},
+	{"PurgeByIDsFilterAndAge", func(t *testing.T, h *Harness) {
+		old := deadLetter(t, h, jobs.EnqueueParams{Type: "old"}, jobs.ReasonFatal, "x")
+		h.Advance(t, 48*time.Hour)
+		a := deadLetter(t, h, jobs.EnqueueParams{Type: "a"}, jobs.ReasonFatal, "x")
+		deadLetter(t, h, jobs.EnqueueParams{Type: "b"}, jobs.ReasonZombie, "x")
+		c := deadLetter(t, h, jobs.EnqueueParams{Type: "c"}, jobs.ReasonZombie, "x")
+		purge := func(f jobs.Filter) int {
+			n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableDLQ, Filter: f})
+			if err != nil {
+				t.Fatalf("Purge(%+v): %v", f, err)
+			}
+			return n
+		}
+		if n := purge(jobs.Filter{OlderThan: 24 * time.Hour}); n != 1 {
+			t.Fatalf("purge by age removed %d, want the one old job", n)
+		}
+		if _, err := h.Store.GetJob(ctxOf(t), old.ID); !errors.Is(err, jobs.ErrJobNotFound) {
+			t.Fatalf("purged job still found: %v", err)
+		}
+		if n := purge(jobs.Filter{IDs: []int64{a.ID}}); n != 1 {
+			t.Fatalf("purge by id removed %d", n)
+		}
+		if n := purge(jobs.Filter{Reason: reasonp(jobs.ReasonZombie), Type: "b"}); n != 1 {
+			t.Fatalf("purge by reason and type removed %d", n)
+		}
+		wantTable(t, h, c.ID, jobs.TableDLQ)
+		if n := count(t, h, jobs.TableDLQ, jobs.Filter{}); n != 1 {
+			t.Fatalf("%d dead letters left, want only job %d", n, c.ID)
+		}
+	}},
+	{"PurgeRefusesTheHotTable", func(t *testing.T, h *Harness) {
+		enqueue(t, h, jobs.EnqueueParams{})
+		_, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableHot, All: true})
+		wantInvalid(t, err, "table")
+		if n := count(t, h, jobs.TableHot, jobs.Filter{}); n != 1 {
+			t.Fatal("purge touched the hot table")
+		}
+	}},
+	{"GetJobFindsEveryTable", func(t *testing.T, h *Harness) {
+		hot := enqueue(t, h, jobs.EnqueueParams{})
+		arc := archived(t, h, jobs.EnqueueParams{Queue: "q"})
+		dlq := deadLetter(t, h, jobs.EnqueueParams{Queue: "q"}, jobs.ReasonFatal, "x")
+		wantTable(t, h, hot, jobs.TableHot)
+		wantTable(t, h, arc.ID, jobs.TableArchive)
+		wantTable(t, h, dlq.ID, jobs.TableDLQ)
+		if _, err := h.Store.GetJob(ctxOf(t), 1<<50); !errors.Is(err, jobs.ErrJobNotFound) {
+			t.Fatalf("unknown id: err = %v, want ErrJobNotFound", err)
+		}
+	}},
+	{"ListPagesNewestFirst", func(t *testing.T, h *Harness) {
+		all := enqueueN(t, h, 7, jobs.EnqueueParams{})
+		slices.Reverse(all)
+		var got []int64
+		p := jobs.ListParams{Table: jobs.TableHot, Limit: 3}
+		for pages := 0; ; pages++ {
+			if pages > 5 {
+				t.Fatal("paging does not end")
+			}
+			page, err := h.Store.ListJobs(ctxOf(t), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, ids(page.Jobs)...)
+			if page.NextBeforeID == 0 {
+				break
+			}
+			p.BeforeID = page.NextBeforeID
+		}
+		if !slices.Equal(got, all) {
+			t.Fatalf("pages gave %v, want %v", got, all)
+		}
+	}},
+	{"ListFilters", func(t *testing.T, h *Harness) {
+		a := deadLetter(t, h, jobs.EnqueueParams{Queue: "q1", Type: "mail.send", Payload: []byte(`{"to":"needle@x"}`)}, jobs.ReasonFatal, "smtp refused")
+		b := deadLetter(t, h, jobs.EnqueueParams{Queue: "q2", Type: "mail.send"}, jobs.ReasonZombie, "heartbeat expired")
+		h.Advance(t, time.Hour)
+		c := deadLetter(t, h, jobs.EnqueueParams{Queue: "q1", Type: "report"}, jobs.ReasonFatal, "disk full")
+		cj := get(t, h, c.ID)
+		cases := []struct {
+			name string
+			f    jobs.Filter
+			want []int64
+		}{
+			{"Queue", jobs.Filter{Queue: "q1"}, []int64{c.ID, a.ID}},
+			{"Type", jobs.Filter{Type: "mail.send"}, []int64{b.ID, a.ID}},
+			{"Reason", jobs.Filter{Reason: reasonp(jobs.ReasonZombie)}, []int64{b.ID}},
+			{"TextInDetails", jobs.Filter{Text: "disk"}, []int64{c.ID}},
+			{"TextInPayload", jobs.Filter{Text: "needle"}, []int64{a.ID}},
+			{"From", jobs.Filter{From: cj.FinishedAt.Add(-time.Minute)}, []int64{c.ID}},
+			{"To", jobs.Filter{To: cj.FinishedAt.Add(-time.Minute)}, []int64{b.ID, a.ID}},
+			{"OlderThan", jobs.Filter{OlderThan: 30 * time.Minute}, []int64{b.ID, a.ID}},
+			{"IDs", jobs.Filter{IDs: []int64{a.ID, c.ID, 1 << 50}}, []int64{c.ID, a.ID}},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				got := listIDs(t, h, jobs.ListParams{Table: jobs.TableDLQ, Filter: c.f})
+				if !slices.Equal(got, c.want) {
+					t.Fatalf("ListJobs(%+v) = %v, want %v", c.f, got, c.want)
+				}
+				if n := count(t, h, jobs.TableDLQ, c.f); n != int64(len(c.want)) {
+					t.Fatalf("CountJobs(%+v) = %d, want %d", c.f, n, len(c.want))
+				}
+			})
+		}
+	}},
+	{"ListHotByStatus", func(t *testing.T, h *Harness) {
+		p := enqueue(t, h, jobs.EnqueueParams{})
+		enqueue(t, h, jobs.EnqueueParams{})
+		f := claimOne(t, h)
+		if got := listIDs(t, h, jobs.ListParams{Table: jobs.TableHot, Filter: jobs.Filter{Status: statusp(jobs.StatusFetched)}}); !slices.Equal(got, []int64{f.ID}) {
+			t.Fatalf("Fetched listing %v, want [%d]", got, f.ID)
+		}
+		if f.ID != p {
+			t.Fatalf("claimed %d, want the oldest %d", f.ID, p)
+		}
+	}},
+	{"ListRejectsFilterForTheWrongTable", func(t *testing.T, h *Harness) {
+		_, err := h.Store.ListJobs(ctxOf(t), jobs.ListParams{Table: jobs.TableArchive, Filter: jobs.Filter{Reason: reasonp(jobs.ReasonFatal)}})
+		wantInvalid(t, err, "reason")
+		_, err = h.Store.ListJobs(ctxOf(t), jobs.ListParams{Table: jobs.TableDLQ, Filter: jobs.Filter{Status: statusp(jobs.StatusPending)}})
+		wantInvalid(t, err, "status")
+		_, err = h.Store.CountJobs(ctxOf(t), jobs.TableDLQ, jobs.Filter{Queue: "bad queue"})
+		wantInvalid(t, err, "queue")
+	}},
+	{"QueueSettingsCreatePatchAndClear", func(t *testing.T, h *Harness) {
+		s, err := h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{MaxWorkers: intp(4), ZombieTimeoutSeconds: intp(120)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s != (jobs.QueueSettings{Name: "mail", MaxWorkers: 4, ZombieTimeoutSeconds: 120}) {
+			t.Fatalf("created %+v", s)
+		}
+		s, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{Paused: boolp(true), MaxWorkers: intp(0), ExecutionTimeoutSeconds: intp(30)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := jobs.QueueSettings{Name: "mail", Paused: true, ZombieTimeoutSeconds: 120, ExecutionTimeoutSeconds: 30}
+		if s != want {
+			t.Fatalf("patched %+v, want %+v", s, want)
+		}
+		qs, err := h.Store.Queues(ctxOf(t))
+		if err != nil || len(qs) != 1 || qs[0] != want {
+			t.Fatalf("Queues() = %+v, %v; want [%+v]", qs, err, want)
+		}
+		_, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{MaxWorkers: intp(-1)})
+		wantInvalid(t, err, "max_workers")
+		_, err = h.Store.UpdateQueue(ctxOf(t), "bad\x01name", jobs.QueueUpdate{})
+		wantInvalid(t, err, "queue")
+	}},
+	{"QueueStatsCountsEveryState", func(t *testing.T, h *Harness) {
+		setQueue(t, h, "idle", jobs.QueueUpdate{Paused: boolp(true)})
+		archived(t, h, jobs.EnqueueParams{Queue: "w"})
+		deadLetter(t, h, jobs.EnqueueParams{Queue: "w"}, jobs.ReasonFatal, "x")
+		enqueueN(t, h, 3, jobs.EnqueueParams{Queue: "w"})
+		enqueue(t, h, jobs.EnqueueParams{Queue: "w", Delay: time.Hour})
+		h.Advance(t, 90*time.Second)
+		claim(t, h, worker1, 1, "w")
+		start(t, h, claim(t, h, worker1, 1, "w")[0].Ref())
+		stats, err := h.Store.QueueStats(ctxOf(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]jobs.QueueStats{}
+		for _, s := range stats {
+			byName[s.Queue] = s
+		}
+		if s, ok := byName["idle"]; !ok || !s.Paused {
+			t.Fatalf("idle queue stats %+v, want it listed as paused", s)
+		}
+		w := byName["w"]
+		if w.Pending != 1 || w.Scheduled != 1 || w.Fetched != 1 || w.Processing != 1 || w.Archived != 1 || w.DeadLettered != 1 {
+			t.Fatalf("queue w stats %+v, want 1 of each state", w)
+		}
+		if w.Lag < 80*time.Second || w.Lag > 10*time.Minute {
+			t.Fatalf("queue w lag %v, want about 90s", w.Lag)
+		}
+	}},
+}
+
+func reasonp(r jobs.FailureReason) *jobs.FailureReason { return &r }
