@@ -59,10 +59,10 @@ func (s *Store) now() time.Time { return s.clock().UTC() }
 // queueState is the control row of a queue plus the indexes a claim needs.
 type queueState struct {
 	settings  jobs.QueueSettings
-	hasRow    bool // an operator or config created the control row
+	hasRow    bool    // an operator or config created the control row
 	ready     jobHeap // due Pending jobs, best first
 	scheduled jobHeap // Pending jobs not yet due, soonest first
-	active    int // Fetched + Processing
+	active    int     // Fetched + Processing
 }
 
 func (s *Store) queue(name string) *queueState {
