@@ -201,14 +201,20 @@ func (f Filter) Validate(t Table) error {
 			return err
 		}
 	}
+	if len(f.Text) > MaxFilterTextLen {
+		return &ValidationError{Field: "text", Value: f.Text, Rule: "must be at most " + itoa(MaxFilterTextLen) + " bytes"}
+	}
 	if len(f.IDs) > MaxFilterIDs {
 		return &ValidationError{Field: "ids", Value: len(f.IDs), Rule: "at most " + itoa(MaxFilterIDs) + " ids per call"}
 	}
 	return nil
 }
 
-// MaxFilterIDs caps an explicit ID list.
-const MaxFilterIDs = 10000
+// Caps on a filter.
+const (
+	MaxFilterIDs     = 10000
+	MaxFilterTextLen = 400
+)
 
 // Paging limits for ListJobs.
 const (

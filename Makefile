@@ -1,0 +1,53 @@
+# chokaq-go. `make test` is what CI runs; it needs only Go.
+SHELL           := /bin/bash
+GO              ?= go
+STATICCHECK     := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+SQLSERVER_IMAGE := mcr.microsoft.com/mssql/server:2022-latest
+SQLSERVER_NAME  := chokaq-sqlserver
+SQLSERVER_ENV   := .sqlserver.env
+
+.PHONY: test fmt-check vet staticcheck race test-sqlserver sqlserver-up sqlserver-down bench
+
+## test: formatting, vet, staticcheck and every test with the race detector.
+test: fmt-check vet staticcheck race
+
+fmt-check:
+	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+staticcheck:
+	$(GO) run $(STATICCHECK) ./...
+
+race:
+	$(GO) test -race -count=1 ./...
+
+## test-sqlserver: the SQL Server tests; fails when no server is reachable.
+## Uses CHOKAQ_TEST_SQLSERVER, else the DSN `make sqlserver-up` wrote, else Docker.
+test-sqlserver:
+	@set -e; if [ -z "$$CHOKAQ_TEST_SQLSERVER" ] && [ -f $(SQLSERVER_ENV) ]; then . ./$(SQLSERVER_ENV); fi; \
+	CHOKAQ_REQUIRE_SQLSERVER=1 $(GO) test -race -count=1 -v -run 'Contract|LockFootprint|EnqueueTx|Migrations|SQLServer' ./sqlserver/... ./schema/... ./processor/... 2>&1 | \
+	  grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|skipped|required' ; exit $${PIPESTATUS[0]}
+
+## sqlserver-up: start SQL Server 2022 in Docker on 127.0.0.1:1433 with a
+## generated SA password, written with the DSN to the git-ignored .sqlserver.env.
+sqlserver-up:
+	@set -e; pw="Ck1!$$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; \
+	docker run -d --name $(SQLSERVER_NAME) -e ACCEPT_EULA=Y -e "MSSQL_SA_PASSWORD=$$pw" \
+	  -p 127.0.0.1:1433:1433 $(SQLSERVER_IMAGE) >/dev/null; \
+	echo "export CHOKAQ_TEST_SQLSERVER='sqlserver://sa:$$pw@127.0.0.1:1433?database=master&encrypt=disable'" > $(SQLSERVER_ENV); \
+	chmod 600 $(SQLSERVER_ENV); \
+	for i in $$(seq 1 60); do \
+	  if docker exec $(SQLSERVER_NAME) /opt/mssql-tools18/bin/sqlcmd -C -S localhost -U sa -P "$$pw" -Q "SELECT 1" >/dev/null 2>&1; then \
+	    echo "SQL Server is up; DSN in $(SQLSERVER_ENV)"; exit 0; fi; sleep 2; done; \
+	echo "SQL Server did not become ready"; exit 1
+
+sqlserver-down:
+	-docker rm -f $(SQLSERVER_NAME)
+	rm -f $(SQLSERVER_ENV)
+
+## bench: every benchmark, 5 runs each, for benchstat.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee bench.out

@@ -1,0 +1,142 @@
+package schema
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database/sqlserver"
+	"github.com/golang-migrate/migrate/v4/source/iofs"
+	mssql "github.com/microsoft/go-mssqldb"
+)
+
+// Sentinel errors of the start-up version check.
+var (
+	// ErrNotMigrated: the schema has no migrations table or no version.
+	ErrNotMigrated = errors.New("schema: not migrated")
+	// ErrDirty: a migration failed part way and needs an operator.
+	ErrDirty = errors.New("schema: a migration failed part way (dirty)")
+	// ErrOutdated: the database is older than this binary expects.
+	ErrOutdated = errors.New("schema: database schema is older than this binary")
+	// ErrTooNew: the database was migrated by a newer binary.
+	ErrTooNew = errors.New("schema: database schema is newer than this binary")
+)
+
+// Up migrates the schema to Latest. It opens its own connection from dsn
+// (golang-migrate closes the pool it is given) and is safe to run from many
+// processes at once.
+func Up(ctx context.Context, dsn, name string) error {
+	return run(ctx, dsn, name, func(m *migrate.Migrate) error { return m.Up() })
+}
+
+// Down runs every down migration: the schema keeps only its migrations table.
+func Down(ctx context.Context, dsn, name string) error {
+	return run(ctx, dsn, name, func(m *migrate.Migrate) error { return m.Down() })
+}
+
+// Force sets the recorded version without running anything, to recover
+// from a dirty state after an operator repaired the schema by hand.
+func Force(ctx context.Context, dsn, name string, version int) error {
+	return run(ctx, dsn, name, func(m *migrate.Migrate) error { return m.Force(version) })
+}
+
+func run(ctx context.Context, dsn, name string, op func(*migrate.Migrate) error) error {
+	src, err := Rendered(name)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlserver", dsn)
+	if err != nil {
+		return fmt.Errorf("schema: open: %w", err)
+	}
+	defer db.Close()
+	if err := ensureSchema(ctx, db, name); err != nil {
+		return err
+	}
+	source, err := iofs.New(src, "migrations")
+	if err != nil {
+		return fmt.Errorf("schema: migrations source: %w", err)
+	}
+	driver, err := sqlserver.WithInstance(db, &sqlserver.Config{SchemaName: name, MigrationsTable: MigrationsTable})
+	if err != nil {
+		return fmt.Errorf("schema: migrations driver: %w", err)
+	}
+	m, err := migrate.NewWithInstance("iofs", source, "sqlserver", driver)
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	defer m.Close()
+	// golang-migrate takes no context; ask it to stop between migrations.
+	stop := context.AfterFunc(ctx, func() {
+		select {
+		case m.GracefulStop <- true:
+		default:
+		}
+	})
+	defer stop()
+	if err := op(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
+		return fmt.Errorf("schema %s: %w", name, err)
+	}
+	return ctx.Err()
+}
+
+// ensureSchema creates the schema if it is missing, before golang-migrate
+// creates its version table inside it. The app lock makes concurrent
+// starters wait for each other instead of racing to CREATE SCHEMA.
+func ensureSchema(ctx context.Context, db *sql.DB, name string) error {
+	q := `SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+DECLARE @rc INT;
+EXEC @rc = sp_getapplock @Resource = @resource, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 60000;
+IF @rc < 0 THROW 51000, N'chokaq: timed out waiting for the schema creation lock', 1;
+IF SCHEMA_ID(@name) IS NULL EXEC(N'CREATE SCHEMA ` + Quote(name) + `');
+COMMIT TRANSACTION;`
+	if _, err := db.ExecContext(ctx, q, sql.Named("resource", "chokaq:schema:"+name), sql.Named("name", name)); err != nil {
+		return fmt.Errorf("schema: create schema %s: %w", name, err)
+	}
+	return nil
+}
+
+// Status reports the recorded version of a schema and whether it is dirty.
+// A schema never migrated reports version 0 and ErrNotMigrated.
+func Status(ctx context.Context, db *sql.DB, name string) (version uint, dirty bool, err error) {
+	if err := ValidateName(name); err != nil {
+		return 0, false, err
+	}
+	var v int64
+	q := `SELECT TOP (1) version, dirty FROM ` + Quote(name) + `.` + Quote(MigrationsTable)
+	err = db.QueryRowContext(ctx, q).Scan(&v, &dirty)
+	var me mssql.Error
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, fmt.Errorf("schema %s: %w (the migrations table is empty)", name, ErrNotMigrated)
+	case errors.As(err, &me) && me.Number == 208: // invalid object name
+		return 0, false, fmt.Errorf("schema %s: %w (run `chokaq migrate up`)", name, ErrNotMigrated)
+	case err != nil:
+		return 0, false, fmt.Errorf("schema %s: read version: %w", name, err)
+	}
+	return uint(v), dirty, nil
+}
+
+// Check returns nil when the schema is clean and exactly at Latest.
+func Check(ctx context.Context, db *sql.DB, name string) error {
+	v, dirty, err := Status(ctx, db, name)
+	if err != nil {
+		return err
+	}
+	return compare(name, v, dirty, Latest())
+}
+
+func compare(name string, v uint, dirty bool, latest uint) error {
+	switch {
+	case dirty:
+		return fmt.Errorf("schema %s at version %d: %w; repair it, then `chokaq migrate force`", name, v, ErrDirty)
+	case v < latest:
+		return fmt.Errorf("schema %s at version %d, this binary needs %d: %w (run `chokaq migrate up`)", name, v, latest, ErrOutdated)
+	case v > latest:
+		return fmt.Errorf("schema %s at version %d, this binary knows up to %d: %w (upgrade this service)", name, v, latest, ErrTooNew)
+	}
+	return nil
+}

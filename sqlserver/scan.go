@@ -1,0 +1,67 @@
+package sqlserver
+
+import (
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// scanJobs reads rows of the unified job column list (see unifiedHot).
+func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
+	defer rows.Close()
+	var out []*jobs.Job
+	for rows.Next() {
+		var (
+			j                                               jobs.Job
+			priority, maxAttempts, attempts, table          int64
+			tags, key, createdBy, worker, lastErr, details  sql.NullString
+			status, durationMs, reason                      sql.NullInt64
+			lastUpdated, started, heartbeat, deadline, done sql.NullTime
+		)
+		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
+			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
+			&started, &heartbeat, &deadline, &lastErr,
+			&done, &durationMs, &reason, &details)
+		if err != nil {
+			return nil, err
+		}
+		j.Priority, j.MaxAttempts, j.AttemptCount = int(priority), int(maxAttempts), int(attempts)
+		j.Table, j.Status = jobs.Table(table), jobs.Status(status.Int64)
+		if tags.String != "" {
+			j.Tags = strings.Split(tags.String, ",")
+		}
+		j.IdempotencyKey, j.CreatedBy, j.WorkerID = key.String, createdBy.String, worker.String
+		j.LastError, j.ErrorDetails = lastErr.String, details.String
+		j.CreatedAt, j.ScheduledAt = j.CreatedAt.UTC(), j.ScheduledAt.UTC()
+		j.LastUpdatedAt, j.StartedAt, j.HeartbeatAt = utc(lastUpdated), utc(started), utc(heartbeat)
+		j.DeadlineAt, j.FinishedAt = utc(deadline), utc(done)
+		j.Duration = time.Duration(durationMs.Int64) * time.Millisecond
+		j.FailureReason = jobs.FailureReason(reason.Int64)
+		out = append(out, &j)
+	}
+	return out, rows.Err()
+}
+
+func utc(t sql.NullTime) time.Time {
+	if !t.Valid {
+		return time.Time{}
+	}
+	return t.Time.UTC()
+}
+
+func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
+	defer rows.Close()
+	var out []jobs.QueueSettings
+	for rows.Next() {
+		var q jobs.QueueSettings
+		var maxWorkers, zombie, exec int64
+		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec); err != nil {
+			return nil, err
+		}
+		q.MaxWorkers, q.ZombieTimeoutSeconds, q.ExecutionTimeoutSeconds = int(maxWorkers), int(zombie), int(exec)
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,820 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-sql/civil"
+	mssql "github.com/microsoft/go-mssqldb"
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
+)
+
+// Store is the SQL Server jobs.Store. It is safe for concurrent use.
+type Store struct {
+	db     *sql.DB
+	schema string
+	q      *queries
+	limits jobs.Limits
+	log    *zap.Logger
+	retry  RetryPolicy
+	sleep  func(context.Context, time.Duration) error
+	// Batch sizes of bulk statements.
+	bulkBatch   int
+	insertBatch int
+}
+
+var _ jobs.Store = (*Store)(nil)
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithSchema selects the schema (default schema.DefaultName).
+func WithSchema(name string) Option { return func(s *Store) { s.schema = name } }
+
+// WithLimits sets enqueue limits such as the maximum payload size.
+func WithLimits(l jobs.Limits) Option { return func(s *Store) { s.limits = l } }
+
+// WithLogger sets the logger for retries and degraded states (nil: no-op).
+func WithLogger(l *zap.Logger) Option {
+	return func(s *Store) {
+		if l != nil {
+			s.log = l
+		}
+	}
+}
+
+// WithRetryPolicy replaces DefaultRetryPolicy.
+func WithRetryPolicy(p RetryPolicy) Option { return func(s *Store) { s.retry = p } }
+
+// New returns a store over db. It does no I/O; call CheckSchema at start-up.
+func New(db *sql.DB, opts ...Option) (*Store, error) {
+	s := &Store{
+		db:          db,
+		schema:      schema.DefaultName,
+		log:         zap.NewNop(),
+		retry:       DefaultRetryPolicy,
+		sleep:       sleepCtx,
+		bulkBatch:   1000,
+		insertBatch: 500,
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	if db == nil {
+		return nil, errors.New("sqlserver: nil *sql.DB")
+	}
+	if err := schema.ValidateName(s.schema); err != nil {
+		return nil, err
+	}
+	if s.retry.MaxAttempts < 1 {
+		s.retry.MaxAttempts = 1
+	}
+	if s.retry.BaseDelay <= 0 {
+		s.retry.BaseDelay = DefaultRetryPolicy.BaseDelay
+	}
+	if s.retry.MaxDelay < s.retry.BaseDelay {
+		s.retry.MaxDelay = s.retry.BaseDelay
+	}
+	s.q = render(schema.Quote(s.schema))
+	return s, nil
+}
+
+// Open connects to dsn and returns a store. The DSN gets an application name
+// (so operators can see chokaq sessions) unless it names one.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	db, err := sql.Open("sqlserver", WithAppName(dsn, "chokaq-go"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: open: %w", RedactError(err, dsn))
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlserver: connect: %w", RedactError(err, dsn))
+	}
+	s, err := New(db, opts...)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// DB returns the connection pool, for a caller's own transactions.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Schema returns the schema name the store uses.
+func (s *Store) Schema() string { return s.schema }
+
+// Close closes the connection pool.
+func (s *Store) Close() error { return s.db.Close() }
+
+// CheckSchema returns nil when the schema is migrated to exactly the version
+// this binary expects (see package schema for the sentinel errors).
+func (s *Store) CheckSchema(ctx context.Context) error { return schema.Check(ctx, s.db, s.schema) }
+
+// querier is what a statement needs: the pool or a caller's transaction.
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func named(name string, v any) sql.NamedArg { return sql.Named(name, v) }
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// enqueueArgs are the parameters of qEnqueue and qEnqueueKeyed.
+func enqueueArgs(p jobs.EnqueueParams) []any {
+	runAt := sql.NullInt64{}
+	if !p.RunAt.IsZero() {
+		runAt = sql.NullInt64{Int64: p.RunAt.UnixMilli(), Valid: true}
+	}
+	return []any{
+		named("queue", p.Queue), named("type", p.Type), named("payload", p.Payload),
+		named("priority", int64(p.Priority)), named("tags", nullString(strings.Join(p.Tags, ","))),
+		named("createdBy", nullString(p.CreatedBy)), named("maxAttempts", int64(p.MaxAttempts)),
+		named("delayMs", p.Delay.Milliseconds()), named("runAtMs", runAt), named("key", p.IdempotencyKey),
+	}
+}
+
+// Enqueue implements jobs.Store.
+func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	p, err := p.Normalize(s.limits)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	idem := idempotency(p.IdempotencyKey != "")
+	var r jobs.EnqueueResult
+	err = s.do(ctx, "enqueue", idem, func(ctx context.Context) error {
+		var err error
+		r, err = s.enqueueOne(ctx, s.db, p)
+		return err
+	})
+	if err != nil {
+		return jobs.EnqueueResult{}, fmt.Errorf("sqlserver: enqueue %s/%s: %w", p.Queue, p.Type, err)
+	}
+	return r, nil
+}
+
+// EnqueueTx enqueues inside the caller's transaction: the job exists if and
+// only if the caller commits. Transient errors are not retried here, because
+// the transaction is the caller's to retry.
+func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	p, err := p.Normalize(s.limits)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	r, err := s.enqueueOne(ctx, tx, p)
+	if err != nil {
+		return jobs.EnqueueResult{}, fmt.Errorf("sqlserver: enqueue %s/%s in caller's transaction: %w", p.Queue, p.Type, err)
+	}
+	return r, nil
+}
+
+func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	stmt := s.q.enqueue
+	if p.IdempotencyKey != "" {
+		stmt = s.q.enqueueKeyed
+	}
+	var r jobs.EnqueueResult
+	err := q.QueryRowContext(ctx, stmt, enqueueArgs(p)...).Scan(&r.ID, &r.Duplicate)
+	return r, err
+}
+
+// insertRow is one row of the JobInsertList table type, in column order.
+type insertRow struct {
+	Ord         int32
+	Queue       string
+	Type        string
+	Payload     []byte
+	Priority    int32
+	DelayMs     int64
+	RunAtMs     *int64
+	MaxAttempts int32
+	Tags        *string
+	CreatedBy   *string
+}
+
+// EnqueueMany implements jobs.Store: one transaction, keyed items one by one
+// in key order (so two batches never take key locks in opposite orders),
+// the rest as table-valued inserts of up to insertBatch rows.
+func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
+	ps, err := jobs.NormalizeBatch(ps, s.limits)
+	if err != nil {
+		return nil, err
+	}
+	if len(ps) == 0 {
+		return nil, nil
+	}
+	var out []jobs.EnqueueResult
+	err = s.do(ctx, "enqueue batch", once, func(ctx context.Context) error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		if out, err = s.enqueueMany(ctx, tx, ps); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: enqueue batch of %d: %w", len(ps), err)
+	}
+	return out, nil
+}
+
+func (s *Store) enqueueMany(ctx context.Context, tx *sql.Tx, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
+	out := make([]jobs.EnqueueResult, len(ps))
+	firstOfKey := map[string]int{}
+	var keyed, plain []int
+	for i, p := range ps {
+		switch {
+		case p.IdempotencyKey == "":
+			plain = append(plain, i)
+		case hasKey(firstOfKey, p.IdempotencyKey):
+			// resolved after its first occurrence below
+		default:
+			firstOfKey[p.IdempotencyKey] = i
+			keyed = append(keyed, i)
+		}
+	}
+	slices.SortFunc(keyed, func(a, b int) int { return strings.Compare(ps[a].IdempotencyKey, ps[b].IdempotencyKey) })
+	for _, i := range keyed {
+		r, err := s.enqueueOne(ctx, tx, ps[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	for i, p := range ps {
+		if p.IdempotencyKey != "" && firstOfKey[p.IdempotencyKey] != i {
+			out[i] = jobs.EnqueueResult{ID: out[firstOfKey[p.IdempotencyKey]].ID, Duplicate: true}
+		}
+	}
+	for start := 0; start < len(plain); start += s.insertBatch {
+		chunk := plain[start:min(start+s.insertBatch, len(plain))]
+		rows := make([]insertRow, len(chunk))
+		for ord, i := range chunk {
+			rows[ord] = toInsertRow(int32(ord), ps[i])
+		}
+		var first int64
+		err := tx.QueryRowContext(ctx, s.q.enqueueBatch,
+			named("n", int64(len(rows))),
+			named("items", mssql.TVP{TypeName: s.schema + ".JobInsertList", Value: rows}),
+		).Scan(&first)
+		if err != nil {
+			return nil, err
+		}
+		for ord, i := range chunk {
+			out[i] = jobs.EnqueueResult{ID: first + int64(ord)}
+		}
+	}
+	return out, nil
+}
+
+func hasKey(m map[string]int, k string) bool { _, ok := m[k]; return ok }
+
+func toInsertRow(ord int32, p jobs.EnqueueParams) insertRow {
+	r := insertRow{
+		Ord: ord, Queue: p.Queue, Type: p.Type, Payload: p.Payload, Priority: int32(p.Priority),
+		DelayMs: p.Delay.Milliseconds(), MaxAttempts: int32(p.MaxAttempts),
+	}
+	if r.Payload == nil {
+		r.Payload = []byte{}
+	}
+	if !p.RunAt.IsZero() {
+		ms := p.RunAt.UnixMilli()
+		r.RunAtMs = &ms
+	}
+	if len(p.Tags) > 0 {
+		t := strings.Join(p.Tags, ",")
+		r.Tags = &t
+	}
+	if p.CreatedBy != "" {
+		c := p.CreatedBy
+		r.CreatedBy = &c
+	}
+	return r
+}
+
+// Claim implements jobs.Store: one round trip per queue until Limit is met.
+func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	var out []*jobs.Job
+	seen := map[string]bool{}
+	for _, queue := range p.Queues {
+		if len(out) >= p.Limit {
+			break
+		}
+		if seen[queue] {
+			continue
+		}
+		seen[queue] = true
+		var got []*jobs.Job
+		err := s.do(ctx, "claim", idempotent, func(ctx context.Context) error {
+			var err error
+			got, err = s.claimQueue(ctx, s.db, p.WorkerID, queue, p.Limit-len(out))
+			return err
+		})
+		if err != nil {
+			// Return what earlier queues gave: those rows are Fetched by
+			// this worker now, and dropping them would strand them until
+			// phase 1.
+			return out, fmt.Errorf("sqlserver: claim from queue %s: %w", queue, err)
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+func (s *Store) claimQueue(ctx context.Context, q querier, worker, queue string, limit int) ([]*jobs.Job, error) {
+	rows, err := q.QueryContext(ctx, s.q.claim, named("queue", queue), named("worker", worker), named("limit", int64(limit)))
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows)
+}
+
+// Start implements jobs.Store.
+func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
+	if err := p.Validate(); err != nil {
+		return jobs.Started{}, err
+	}
+	var st jobs.Started
+	var found bool
+	err := s.do(ctx, "start", idempotent, func(ctx context.Context) error {
+		var queueTimeout sql.NullInt64
+		err := s.db.QueryRowContext(ctx, s.q.start, named("id", ref.ID), named("lease", ref.Lease),
+			named("defaultMs", p.DefaultTimeout.Milliseconds())).
+			Scan(&st.AttemptCount, &st.StartedAt, &st.DeadlineAt, &queueTimeout)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			found = false
+			return nil
+		case err != nil:
+			return err
+		}
+		found = true
+		st.StartedAt, st.DeadlineAt = st.StartedAt.UTC(), st.DeadlineAt.UTC()
+		st.Timeout = p.DefaultTimeout
+		if queueTimeout.Valid {
+			st.Timeout = time.Duration(queueTimeout.Int64) * time.Second
+		}
+		return nil
+	})
+	if err != nil {
+		return jobs.Started{}, fmt.Errorf("sqlserver: start job %d: %w", ref.ID, err)
+	}
+	if !found {
+		return jobs.Started{}, fmt.Errorf("start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+	}
+	return st, nil
+}
+
+// leaseRow is one row of the IdLeaseList table type.
+type leaseRow struct {
+	ID    int64
+	Lease int64
+}
+
+// leaseTVP dedupes refs (the table type has a primary key).
+func (s *Store) leaseTVP(refs []jobs.LeaseRef) mssql.TVP {
+	rows := make([]leaseRow, 0, len(refs))
+	seen := make(map[jobs.LeaseRef]bool, len(refs))
+	for _, r := range refs {
+		if !seen[r] {
+			seen[r] = true
+			rows = append(rows, leaseRow{ID: r.ID, Lease: r.Lease})
+		}
+	}
+	return mssql.TVP{TypeName: s.schema + ".IdLeaseList", Value: rows}
+}
+
+// Heartbeat implements jobs.Store: one statement for every ref.
+func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	beaten := make(map[jobs.LeaseRef]bool, len(refs))
+	err := s.do(ctx, "heartbeat", idempotent, func(ctx context.Context) error {
+		clear(beaten)
+		rows, err := s.db.QueryContext(ctx, s.q.heartbeat, named("refs", s.leaseTVP(refs)))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r jobs.LeaseRef
+			if err := rows.Scan(&r.ID, &r.Lease); err != nil {
+				return err
+			}
+			beaten[r] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: heartbeat of %d jobs: %w", len(refs), err)
+	}
+	var lost []jobs.LeaseRef
+	for _, r := range refs {
+		if !beaten[r] {
+			lost = append(lost, r)
+		}
+	}
+	return lost, nil
+}
+
+// guarded runs a lease-guarded statement that ends with SELECT @@ROWCOUNT.
+func (s *Store) guarded(ctx context.Context, op, stmt string, ref jobs.LeaseRef, args ...any) error {
+	var n int64
+	args = append(args, named("id", ref.ID), named("lease", ref.Lease))
+	err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, stmt, args...).Scan(&n)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlserver: %s job %d: %w", op, ref.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%s job %d lease %d: %w", op, ref.ID, ref.Lease, jobs.ErrLeaseLost)
+	}
+	return nil
+}
+
+// Complete implements jobs.Store.
+func (s *Store) Complete(ctx context.Context, ref jobs.LeaseRef) error {
+	return s.guarded(ctx, "complete", s.q.complete, ref)
+}
+
+// Retry implements jobs.Store.
+func (s *Store) Retry(ctx context.Context, ref jobs.LeaseRef, p jobs.RetryParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return s.guarded(ctx, "retry", s.q.retry, ref, named("delayMs", p.Delay.Milliseconds()), named("error", nullString(p.Error)))
+}
+
+// DeadLetter implements jobs.Store.
+func (s *Store) DeadLetter(ctx context.Context, ref jobs.LeaseRef, p jobs.DeadLetterParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	return s.guarded(ctx, "dead-letter", s.q.deadLetter, ref, named("reason", int64(p.Reason)), named("details", nullString(p.Details)))
+}
+
+// Release implements jobs.Store.
+func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) {
+	if len(refs) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err := s.do(ctx, "release", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.release, named("refs", s.leaseTVP(refs))).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlserver: release %d jobs: %w", len(refs), err)
+	}
+	return int(n), nil
+}
+
+// RescueFetched implements jobs.Store (phase 1).
+func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return s.rescue(ctx, "rescue fetched", s.q.rescueFetched, p)
+}
+
+// RescueZombies implements jobs.Store (phase 2).
+func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return s.rescue(ctx, "rescue zombies", s.q.rescueZombies, p)
+}
+
+// RescueExpired implements jobs.Store (phase 3).
+func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	return s.rescue(ctx, "rescue expired", s.q.rescueExpired, p)
+}
+
+func (s *Store) rescue(ctx context.Context, op, stmt string, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	var out []jobs.Rescued
+	err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
+		out = out[:0]
+		rows, err := s.db.QueryContext(ctx, stmt, named("limit", int64(p.RescueLimit())), named("timeoutMs", p.Timeout.Milliseconds()))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r jobs.Rescued
+			var worker sql.NullString
+			var reason sql.NullInt64
+			if err := rows.Scan(&r.ID, &r.Queue, &r.Type, &worker, &r.Lease, &r.LastSeen, &reason); err != nil {
+				return err
+			}
+			r.WorkerID, r.Reason, r.LastSeen = worker.String, jobs.FailureReason(reason.Int64), r.LastSeen.UTC()
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: %s: %w", op, err)
+	}
+	return out, nil
+}
+
+// filterArgs binds a jobs.Filter to the parameters of filterWhere.
+func (s *Store) filterArgs(f jobs.Filter, asOf *time.Time) []any {
+	idRows := make([]idRow, 0, len(f.IDs))
+	seen := make(map[int64]bool, len(f.IDs))
+	for _, id := range f.IDs {
+		if !seen[id] {
+			seen[id] = true
+			idRows = append(idRows, idRow{ID: id})
+		}
+	}
+	var status, reason, olderThan sql.NullInt64
+	if f.Status != nil {
+		status = sql.NullInt64{Int64: int64(*f.Status), Valid: true}
+	}
+	if f.Reason != nil {
+		reason = sql.NullInt64{Int64: int64(*f.Reason), Valid: true}
+	}
+	if f.OlderThan > 0 {
+		olderThan = sql.NullInt64{Int64: f.OlderThan.Milliseconds(), Valid: true}
+	}
+	var textBytes []byte
+	if f.Text != "" {
+		textBytes = []byte(f.Text)
+	}
+	hasIDs := int64(0)
+	if len(f.IDs) > 0 {
+		hasIDs = 1
+	}
+	return []any{
+		named("hasIds", hasIDs), named("ids", mssql.TVP{TypeName: s.schema + ".IdList", Value: idRows}),
+		named("queue", nullString(f.Queue)), named("type", nullString(f.Type)),
+		named("status", status), named("reason", reason),
+		named("from", nullTime(f.From)), named("to", nullTime(f.To)),
+		named("olderThanMs", olderThan), named("asOf", nullTimePtr(asOf)),
+		named("text", nullString(f.Text)), named("textBytes", textBytes),
+	}
+}
+
+// idRow is one row of the IdList table type.
+type idRow struct{ ID int64 }
+
+// nullTime passes an instant as DATETIME2 (civil.DateTime), so it compares
+// with DATETIME2 columns without converting the column.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return civil.DateTimeOf(t.UTC())
+}
+
+func nullTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return nullTime(*t)
+}
+
+// ListJobs implements jobs.Store.
+func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
+	if err := p.Filter.Validate(p.Table); err != nil {
+		return jobs.JobPage{}, err
+	}
+	limit := p.PageLimit()
+	args := append(s.filterArgs(p.Filter, nil), named("limit", int64(limit+1)), named("beforeId", p.BeforeID))
+	var page jobs.JobPage
+	err := s.do(ctx, "list", idempotent, func(ctx context.Context) error {
+		rows, err := s.db.QueryContext(ctx, s.q.list[p.Table], args...)
+		if err != nil {
+			return err
+		}
+		page.Jobs, err = scanJobs(rows)
+		return err
+	})
+	if err != nil {
+		return jobs.JobPage{}, fmt.Errorf("sqlserver: list %s: %w", p.Table, err)
+	}
+	if len(page.Jobs) > limit {
+		page.Jobs = page.Jobs[:limit]
+		page.NextBeforeID = page.Jobs[limit-1].ID
+	}
+	return page, nil
+}
+
+// CountJobs implements jobs.Store.
+func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int64, error) {
+	if err := f.Validate(t); err != nil {
+		return 0, err
+	}
+	args := s.filterArgs(f, nil)
+	var n int64
+	err := s.do(ctx, "count", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.count[t], args...).Scan(&n)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlserver: count %s: %w", t, err)
+	}
+	return n, nil
+}
+
+// Resurrect implements jobs.Store, in bounded batches; each batch is one
+// transaction, so a failure part way leaves every job in exactly one table
+// and the count says how many moved.
+func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, error) {
+	if err := jobs.CheckBulk(jobs.TableDLQ, p.Filter, p.All); err != nil {
+		return 0, err
+	}
+	if p.Payload != nil && len(p.Payload) > s.limits.MaxPayload() {
+		return 0, &jobs.ValidationError{Field: "payload", Value: p.Payload, Rule: fmt.Sprintf("must be at most %d bytes", s.limits.MaxPayload())}
+	}
+	replace := int64(0)
+	if p.Payload != nil {
+		replace = 1
+	}
+	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", replace), named("payload", p.Payload))
+}
+
+// Purge implements jobs.Store, in bounded batches.
+func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
+	if p.Table != jobs.TableArchive && p.Table != jobs.TableDLQ {
+		return 0, &jobs.ValidationError{Field: "table", Value: p.Table, Rule: "purge applies to archive or dlq"}
+	}
+	if err := jobs.CheckBulk(p.Table, p.Filter, p.All); err != nil {
+		return 0, err
+	}
+	return s.bulk(ctx, "purge "+p.Table.String(), s.q.purge[p.Table], p.Filter)
+}
+
+// bulk repeats a batch statement until a short batch. Only rows that existed
+// when the operation began are touched (asOf), so a job that fails again
+// while a resurrect runs is not picked up a second time.
+func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, extra ...any) (int, error) {
+	asOf, err := s.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	args := append(s.filterArgs(f, &asOf), append(extra, named("limit", int64(s.bulkBatch)))...)
+	total := 0
+	for {
+		var n int64
+		err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
+			return s.db.QueryRowContext(ctx, stmt, args...).Scan(&n)
+		})
+		if err != nil {
+			return total, fmt.Errorf("sqlserver: %s stopped after %d jobs: %w", op, total, err)
+		}
+		total += int(n)
+		if int(n) < s.bulkBatch {
+			return total, nil
+		}
+	}
+}
+
+// GetJob implements jobs.Store. A job moving between tables while the three
+// tables are read could be missed once; the lookup is repeated before it
+// reports ErrJobNotFound.
+func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
+	for range 2 {
+		var got []*jobs.Job
+		err := s.do(ctx, "get", idempotent, func(ctx context.Context) error {
+			rows, err := s.db.QueryContext(ctx, s.q.getJob, named("id", id))
+			if err != nil {
+				return err
+			}
+			got, err = scanJobs(rows)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sqlserver: get job %d: %w", id, err)
+		}
+		if len(got) > 0 {
+			return got[0], nil
+		}
+	}
+	return nil, fmt.Errorf("job %d: %w", id, jobs.ErrJobNotFound)
+}
+
+// Queues implements jobs.Store.
+func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
+	var out []jobs.QueueSettings
+	err := s.do(ctx, "queues", idempotent, func(ctx context.Context) error {
+		rows, err := s.db.QueryContext(ctx, s.q.queues)
+		if err != nil {
+			return err
+		}
+		out, err = scanQueues(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: queues: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateQueue implements jobs.Store.
+func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate) (jobs.QueueSettings, error) {
+	if err := jobs.ValidateQueueName(name); err != nil {
+		return jobs.QueueSettings{}, err
+	}
+	if err := u.Validate(); err != nil {
+		return jobs.QueueSettings{}, err
+	}
+	flag := func(set bool) int64 {
+		if set {
+			return 1
+		}
+		return 0
+	}
+	val := func(p *int) int64 {
+		if p == nil {
+			return 0
+		}
+		return int64(*p)
+	}
+	paused := u.Paused != nil && *u.Paused
+	args := []any{
+		named("name", name),
+		named("setPaused", flag(u.Paused != nil)), named("paused", paused),
+		named("setMax", flag(u.MaxWorkers != nil)), named("max", val(u.MaxWorkers)),
+		named("setZombie", flag(u.ZombieTimeoutSeconds != nil)), named("zombie", val(u.ZombieTimeoutSeconds)),
+		named("setExec", flag(u.ExecutionTimeoutSeconds != nil)), named("exec", val(u.ExecutionTimeoutSeconds)),
+	}
+	var out []jobs.QueueSettings
+	err := s.do(ctx, "update queue", idempotent, func(ctx context.Context) error {
+		rows, err := s.db.QueryContext(ctx, s.q.updateQueue, args...)
+		if err != nil {
+			return err
+		}
+		out, err = scanQueues(rows)
+		return err
+	})
+	if err != nil {
+		return jobs.QueueSettings{}, fmt.Errorf("sqlserver: update queue %s: %w", name, err)
+	}
+	if len(out) != 1 {
+		return jobs.QueueSettings{}, fmt.Errorf("sqlserver: update queue %s: read back %d rows", name, len(out))
+	}
+	return out[0], nil
+}
+
+// QueueStats implements jobs.Store.
+func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
+	var out []jobs.QueueStats
+	err := s.do(ctx, "queue stats", idempotent, func(ctx context.Context) error {
+		out = out[:0]
+		rows, err := s.db.QueryContext(ctx, s.q.queueStats)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var st jobs.QueueStats
+			var maxWorkers int64
+			var oldest sql.NullTime
+			var now time.Time
+			if err := rows.Scan(&st.Queue, &st.Paused, &maxWorkers, &st.Pending, &st.Scheduled, &st.Fetched,
+				&st.Processing, &st.Archived, &st.DeadLettered, &oldest, &now); err != nil {
+				return err
+			}
+			st.MaxWorkers = int(maxWorkers)
+			if oldest.Valid {
+				st.OldestDueAt = oldest.Time.UTC()
+				st.Lag = now.Sub(oldest.Time)
+			}
+			out = append(out, st)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: queue stats: %w", err)
+	}
+	return out, nil
+}
+
+// Now implements jobs.Store: the server's SYSUTCDATETIME().
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.do(ctx, "now", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.now).Scan(&t)
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlserver: read server time: %w", err)
+	}
+	return t.UTC(), nil
+}

@@ -1,0 +1,211 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/storetest"
+	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
+)
+
+func TestMain(m *testing.M) { os.Exit(sqlservertest.Main(m)) }
+
+// openTestStore connects to a fresh migrated schema, or skips.
+func openTestStore(t *testing.T) *Store {
+	t.Helper()
+	dsn, name := sqlservertest.NewSchema(t)
+	s, err := Open(t.Context(), dsn, WithSchema(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.CheckSchema(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestContract runs the whole contract suite against SQL Server, on one
+// schema emptied before each case.
+func TestContract(t *testing.T) {
+	s := openTestStore(t)
+	storetest.Run(t, func(t *testing.T) *storetest.Harness {
+		if _, err := s.db.ExecContext(t.Context(), s.q.resetForTest); err != nil {
+			t.Fatalf("reset: %v", err)
+		}
+		return &storetest.Harness{Store: s, Advance: func(tb testing.TB, d time.Duration) {
+			// Moving every stored instant back is moving the clock forward.
+			err := s.do(context.Background(), "age", idempotent, func(ctx context.Context) error {
+				_, err := s.db.ExecContext(ctx, s.q.ageForTest, named("byMs", d.Milliseconds()))
+				return err
+			})
+			if err != nil {
+				tb.Errorf("advance %v: %v", d, err)
+			}
+		}}
+	})
+}
+
+// TestClaimLockFootprint claims 20 of 10,000 due rows inside an open
+// transaction and reads the locks it holds: one exclusive key lock per
+// claimed row on the clustered index, and no table or partition lock that
+// READPAST could not skip.
+func TestClaimLockFootprint(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	for range 10 {
+		ps := make([]jobs.EnqueueParams, 1000)
+		for i := range ps {
+			ps[i] = jobs.EnqueueParams{Type: "lock.test"}
+		}
+		if _, err := s.EnqueueMany(ctx, ps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	got, err := s.claimQueue(ctx, tx, "lock-test", jobs.DefaultQueue, 20)
+	if err != nil || len(got) != 20 {
+		t.Fatalf("claim: %d jobs, %v", len(got), err)
+	}
+	rows, err := tx.QueryContext(ctx, `
+SELECT l.resource_type, l.request_mode, ISNULL(i.name, N''), COUNT(*)
+FROM sys.dm_tran_locks AS l
+LEFT JOIN sys.partitions AS p ON l.resource_type IN ('KEY', 'PAGE', 'HOBT') AND p.hobt_id = l.resource_associated_entity_id
+LEFT JOIN sys.indexes AS i ON i.object_id = p.object_id AND i.index_id = p.index_id
+WHERE l.request_session_id = @@SPID AND l.resource_database_id = DB_ID()
+GROUP BY l.resource_type, l.request_mode, i.name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	pkKeys := 0
+	for rows.Next() {
+		var typ, mode, index string
+		var n int
+		if err := rows.Scan(&typ, &mode, &index, &n); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s %s %s: %d", typ, mode, index, n)
+		switch {
+		case typ == "OBJECT" && mode != "IX" && mode != "IS" && mode != "Sch-S":
+			t.Errorf("claim holds a %s lock on a table: READPAST cannot skip it", mode)
+		case typ == "HOBT":
+			t.Errorf("claim holds a %s partition (HoBT) lock: escalation", mode)
+		case typ == "KEY" && index == "PK_JobsHot":
+			pkKeys += n
+		}
+	}
+	if pkKeys != 20 {
+		t.Fatalf("claim holds %d key locks on PK_JobsHot, want 20 (one per claimed row)", pkKeys)
+	}
+}
+
+// TestEnqueueTx shows that a job enqueued in a caller's transaction exists
+// exactly when the caller commits.
+func TestEnqueueTx(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	for _, commit := range []bool{false, true} {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.EnqueueTx(ctx, tx, jobs.EnqueueParams{Type: "tx", IdempotencyKey: "tx-key"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.GetJob(ctx, r.ID)
+		if found := err == nil; found != commit {
+			t.Fatalf("commit=%v: job found=%v (%v)", commit, found, err)
+		}
+	}
+}
+
+func TestRenderedStatements(t *testing.T) {
+	q := render("[my_schema]")
+	all := map[string]string{
+		"enqueue": q.enqueue, "enqueueKeyed": q.enqueueKeyed, "enqueueBatch": q.enqueueBatch, "claim": q.claim,
+		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "retry": q.retry, "deadLetter": q.deadLetter,
+		"release": q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
+		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
+		"updateQueue": q.updateQueue, "queueStats": q.queueStats, "ageForTest": q.ageForTest,
+	}
+	for tb, m := range map[string]map[jobs.Table]string{"list": q.list, "count": q.count, "purge": q.purge} {
+		for table, stmt := range m {
+			all[tb+"."+table.String()] = stmt
+		}
+	}
+	for name, stmt := range all {
+		if strings.Contains(stmt, "{{") || strings.Contains(stmt, "$.") {
+			t.Errorf("%s: unreplaced placeholder in\n%s", name, stmt)
+		}
+		if !strings.Contains(stmt, "[my_schema].") {
+			t.Errorf("%s: does not name the schema", name)
+		}
+		if strings.Contains(stmt, "GETDATE()") || strings.Contains(stmt, "GETUTCDATE()") {
+			t.Errorf("%s: use SYSUTCDATETIME()", name)
+		}
+	}
+	// Every statement that picks a batch skips locked rows and locks only rows.
+	for _, name := range []string{"claim", "rescueFetched", "rescueZombies", "rescueExpired", "resurrect", "purge.dlq", "purge.archive"} {
+		if !strings.Contains(all[name], "WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)") {
+			t.Errorf("%s: batch selection must use UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK", name)
+		}
+		if !strings.Contains(all[name], "SELECT TOP (@") {
+			t.Errorf("%s: batch selection must be bounded by TOP", name)
+		}
+	}
+	if strings.Contains(q.claim, "OVER (") {
+		t.Error("claim: no window function over the backlog")
+	}
+	// Every worker transition is guarded by ID, lease and status.
+	for _, name := range []string{"start", "complete", "retry", "deadLetter"} {
+		if !strings.Contains(all[name], "Id = @id AND ") || !strings.Contains(all[name], "RunLease = @lease AND ") || !strings.Contains(all[name], "Status = ") {
+			t.Errorf("%s: must match Id, RunLease and Status", name)
+		}
+	}
+	for _, name := range []string{"heartbeat", "release"} {
+		if !strings.Contains(all[name], "h.RunLease = r.Lease") {
+			t.Errorf("%s: must match the lease of every listed job", name)
+		}
+	}
+	// Moves between tables are single DELETE ... OUTPUT ... INTO statements.
+	for _, name := range []string{"complete", "deadLetter", "rescueZombies", "rescueExpired"} {
+		if !strings.Contains(all[name], "DELETE h\nOUTPUT") || !strings.Contains(all[name], "INTO [my_schema].Jobs") {
+			t.Errorf("%s: must move the row with DELETE ... OUTPUT ... INTO", name)
+		}
+	}
+}
+
+func TestNewRejectsBadSchemaName(t *testing.T) {
+	db, err := sql.Open("sqlserver", "sqlserver://localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, bad := range []string{"", "a b", "x];DROP TABLE y;--", "1abc", "sys"} {
+		if _, err := New(db, WithSchema(bad)); err == nil {
+			t.Errorf("schema %q accepted", bad)
+		}
+	}
+	if _, err := New(db, WithSchema("tenant_7")); err != nil {
+		t.Errorf("schema tenant_7: %v", err)
+	}
+}
