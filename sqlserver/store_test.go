@@ -209,3 +209,18 @@ func TestNewRejectsBadSchemaName(t *testing.T) {
 		t.Errorf("schema tenant_7: %v", err)
 	}
 }
+
+func BenchmarkStore(b *testing.B) {
+	dsn, name := sqlservertest.NewSchema(b)
+	s, err := Open(b.Context(), dsn, WithSchema(name))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.Benchmarks(b, func(b *testing.B) jobs.Store {
+		if _, err := s.db.ExecContext(b.Context(), s.q.resetForTest); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	})
+}

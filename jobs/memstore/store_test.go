@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/jobs/storetest"
 )
@@ -25,4 +26,8 @@ func TestContract(t *testing.T) {
 		t.Fatalf("the contract has %d cases, want at least 40", n)
 	}
 	storetest.Run(t, newHarness)
+}
+
+func BenchmarkStore(b *testing.B) {
+	storetest.Benchmarks(b, func(*testing.B) jobs.Store { return memstore.New() })
 }
