@@ -80,10 +80,7 @@ func (p EnqueueParams) Normalize(l Limits) (EnqueueParams, error) {
 	if err := ValidateQueueName(p.Queue); err != nil {
 		return p, err
 	}
-	if p.Type == "" {
-		return p, &ValidationError{Field: "type", Value: p.Type, Rule: "must not be empty"}
-	}
-	if err := checkText("type", p.Type, MaxTypeLen); err != nil {
+	if err := p.ValidateType(); err != nil {
 		return p, err
 	}
 	if max := l.MaxPayload(); len(p.Payload) > max {
@@ -134,6 +131,14 @@ func (p EnqueueParams) Normalize(l Limits) (EnqueueParams, error) {
 		return p, err
 	}
 	return p, nil
+}
+
+// ValidateType checks only the job type, for handler registration.
+func (p EnqueueParams) ValidateType() error {
+	if p.Type == "" {
+		return &ValidationError{Field: "type", Value: p.Type, Rule: "must not be empty"}
+	}
+	return checkText("type", p.Type, MaxTypeLen)
 }
 
 // ValidateQueueName checks a queue name: 1 to MaxQueueLen characters from

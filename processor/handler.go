@@ -1,0 +1,145 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Job is what a handler sees of the job it runs.
+type Job struct {
+	ID    int64
+	Queue string
+	Type  string
+	// Payload is the job's raw bytes; do not keep it after the handler returns.
+	Payload []byte
+	// Attempt is this execution's number, starting at 1.
+	Attempt     int
+	MaxAttempts int
+	// Lease is the fencing token of this execution: it goes up at every
+	// claim, so a downstream system that remembers the highest lease it saw
+	// per job can refuse a write from an older execution.
+	Lease     int64
+	Tags      []string
+	CreatedAt time.Time
+	// Deadline is when this execution's timeout fires, by the local clock.
+	Deadline time.Time
+}
+
+// HandlerFunc runs one job. Return nil for success, an error to retry (until
+// MaxAttempts), or Permanent(err) to dead-letter at once. The context ends
+// when the execution timeout fires, the lease is lost, or the processor
+// shuts down.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// Registry maps job types to handlers. It is safe for concurrent use.
+type Registry struct {
+	mu       sync.RWMutex
+	handlers map[string]HandlerFunc
+}
+
+// ErrDuplicateHandler is returned when a job type is registered twice.
+var ErrDuplicateHandler = errors.New("processor: a handler is already registered for this job type")
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return &Registry{handlers: map[string]HandlerFunc{}} }
+
+// Handle registers the raw-bytes handler of a job type.
+func (r *Registry) Handle(jobType string, h HandlerFunc) error {
+	if err := (jobs.EnqueueParams{Type: jobType}).ValidateType(); err != nil {
+		return err
+	}
+	if h == nil {
+		return fmt.Errorf("processor: nil handler for job type %q", jobType)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, dup := r.handlers[jobType]; dup {
+		return fmt.Errorf("%w: %q", ErrDuplicateHandler, jobType)
+	}
+	r.handlers[jobType] = h
+	return nil
+}
+
+// MustHandle is Handle that panics on error, for registration at start-up.
+func (r *Registry) MustHandle(jobType string, h HandlerFunc) {
+	if err := r.Handle(jobType, h); err != nil {
+		panic(err)
+	}
+}
+
+func (r *Registry) lookup(jobType string) (HandlerFunc, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	h, ok := r.handlers[jobType]
+	return h, ok
+}
+
+// Types lists the registered job types.
+func (r *Registry) Types() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.handlers))
+	for t := range r.handlers {
+		out = append(out, t)
+	}
+	return out
+}
+
+// HandleJSON registers a handler whose payload is JSON decoded into T. A
+// payload that does not decode is dead-lettered at once (reason Fatal): no
+// retry can make it decode.
+func HandleJSON[T any](r *Registry, jobType string, fn func(ctx context.Context, job *Job, args T) error) error {
+	return r.Handle(jobType, func(ctx context.Context, job *Job) error {
+		var args T
+		if err := json.Unmarshal(job.Payload, &args); err != nil {
+			return Permanent(&DecodeError{JobID: job.ID, Type: job.Type, Err: err})
+		}
+		return fn(ctx, job, args)
+	})
+}
+
+// DecodeError reports a payload that does not decode into the handler's type.
+type DecodeError struct {
+	JobID int64
+	Type  string
+	Err   error
+}
+
+func (e *DecodeError) Error() string {
+	return fmt.Sprintf("job %d (%s): undecodable payload: %v", e.JobID, e.Type, e.Err)
+}
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// PermanentError marks an error no retry can fix.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Permanent wraps err so the job is dead-lettered (reason Fatal) at once.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// IsPermanent reports whether err, or an error it wraps, is permanent.
+func IsPermanent(err error) bool {
+	var p *PermanentError
+	return errors.As(err, &p)
+}
+
+// PanicError is a handler panic, recovered, with its stack.
+type PanicError struct {
+	Value any
+	Stack string
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }

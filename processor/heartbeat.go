@@ -1,0 +1,247 @@
+package processor
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// MaxHeartbeatBatch caps the jobs one heartbeat store call carries.
+const MaxHeartbeatBatch = 500
+
+// Causes a running job's context is cancelled with.
+var (
+	errLeaseLost        = errors.New("lease lost: the job was rescued or claimed again")
+	errHeartbeatFailure = errors.New("heartbeats failed too many times in a row")
+	errShutdown         = errors.New("processor shutting down")
+	errExecutionTimeout = errors.New("execution timeout")
+)
+
+// beat is one running job's heartbeat schedule.
+type beat struct {
+	ref      jobs.LeaseRef
+	due      time.Time
+	failures int
+	cancel   context.CancelCauseFunc
+	index    int  // in the heap; -1 while a call carries it
+	removed  bool // the job finished; do not schedule it again
+	// finishing: the handler returned and its outcome is being written; a
+	// "lost" answer then means the write won, not that the lease was lost.
+	finishing bool
+	log       *zap.Logger
+}
+
+type beatHeap []*beat
+
+func (h beatHeap) Len() int           { return len(h) }
+func (h beatHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h beatHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *beatHeap) Push(x any) {
+	b := x.(*beat)
+	b.index = len(*h)
+	*h = append(*h, b)
+}
+func (h *beatHeap) Pop() any {
+	old := *h
+	b := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	b.index = -1
+	return b
+}
+
+// heartbeater keeps every running job alive. Each job has its own jittered
+// interval in [min, max]; when the earliest beat falls due, every beat due
+// within the coalescing window rides along in the same store call, so the
+// number of calls grows with how often beats fall due, not with the number
+// of jobs.
+type heartbeater struct {
+	store     jobs.Store
+	min, max  time.Duration
+	window    time.Duration
+	retryWait time.Duration
+	threshold int
+	cancelOn  bool
+	log       *zap.Logger
+	stats     *counters
+
+	mu    sync.Mutex
+	heap  beatHeap
+	beats map[jobs.LeaseRef]*beat
+	rng   *rand.Rand
+
+	wake    chan struct{}
+	failing atomic.Bool // the last call failed; the fetch loop stops claiming
+}
+
+func newHeartbeater(store jobs.Store, cfg Config, stats *counters) *heartbeater {
+	window := (cfg.HeartbeatIntervalMax - cfg.HeartbeatIntervalMin) / 2
+	if window <= 0 {
+		window = cfg.HeartbeatIntervalMin / 10
+	}
+	return &heartbeater{
+		store: store, min: cfg.HeartbeatIntervalMin, max: cfg.HeartbeatIntervalMax,
+		window: window, retryWait: max(cfg.HeartbeatIntervalMin/4, time.Millisecond),
+		threshold: cfg.HeartbeatFailureThreshold, cancelOn: cfg.CancelOnHeartbeatFailure,
+		log: cfg.Logger, stats: stats,
+		beats: map[jobs.LeaseRef]*beat{},
+		rng:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		wake:  make(chan struct{}, 1),
+	}
+}
+
+func (h *heartbeater) interval() time.Duration {
+	return h.min + time.Duration(h.rng.Int64N(int64(h.max-h.min)+1))
+}
+
+// add starts beating for a job that just started.
+func (h *heartbeater) add(ref jobs.LeaseRef, cancel context.CancelCauseFunc, log *zap.Logger) {
+	h.mu.Lock()
+	b := &beat{ref: ref, cancel: cancel, log: log, due: time.Now().Add(h.interval())}
+	h.beats[ref] = b
+	heap.Push(&h.heap, b)
+	h.mu.Unlock()
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// finishing marks that a job's outcome is being written.
+func (h *heartbeater) finishing(ref jobs.LeaseRef) {
+	h.mu.Lock()
+	if b := h.beats[ref]; b != nil {
+		b.finishing = true
+	}
+	h.mu.Unlock()
+}
+
+// remove stops beating for a job.
+func (h *heartbeater) remove(ref jobs.LeaseRef) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	b := h.beats[ref]
+	if b == nil {
+		return
+	}
+	delete(h.beats, ref)
+	b.removed = true
+	if b.index >= 0 {
+		heap.Remove(&h.heap, b.index)
+	}
+}
+
+// run beats until ctx ends.
+func (h *heartbeater) run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		wait := time.Hour
+		if len(h.heap) > 0 {
+			wait = time.Until(h.heap[0].due)
+		}
+		h.mu.Unlock()
+		if wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.wake:
+				continue
+			case <-timer.C:
+			}
+		}
+		// Take everything due now first: a beat rescheduled by a failed
+		// call must wait for the next wake, not ride this one again.
+		due := h.due()
+		for len(due) > 0 {
+			n := min(len(due), MaxHeartbeatBatch)
+			h.send(ctx, due[:n])
+			due = due[n:]
+			if ctx.Err() != nil {
+				return
+			}
+		}
+	}
+}
+
+// due takes every beat due within the window out of the heap.
+func (h *heartbeater) due() []*beat {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	horizon := time.Now().Add(h.window)
+	var out []*beat
+	for len(h.heap) > 0 && !h.heap[0].due.After(horizon) {
+		out = append(out, heap.Pop(&h.heap).(*beat))
+	}
+	return out
+}
+
+func (h *heartbeater) send(ctx context.Context, batch []*beat) {
+	refs := make([]jobs.LeaseRef, len(batch))
+	for i, b := range batch {
+		refs[i] = b.ref
+	}
+	callCtx, cancel := context.WithTimeout(ctx, h.min)
+	lost, err := h.store.Heartbeat(callCtx, refs)
+	cancel()
+	h.stats.hbCalls.Add(1)
+	h.stats.hbBeats.Add(int64(len(batch)))
+	lostSet := make(map[jobs.LeaseRef]bool, len(lost))
+	for _, r := range lost {
+		lostSet[r] = true
+	}
+	h.failing.Store(err != nil)
+	if err != nil && ctx.Err() == nil {
+		h.stats.storeErrors.Add(1)
+		h.log.Warn("heartbeat failed", zap.Int("jobs", len(batch)), zap.Error(err))
+	}
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for _, b := range batch {
+		if b.removed {
+			continue
+		}
+		switch {
+		case err != nil:
+			b.failures++
+			if b.failures == h.threshold {
+				h.stats.hbFailures.Add(1)
+				b.log.Error("heartbeat degraded: consecutive failures reached the threshold",
+					zap.Int("failures", b.failures), zap.Bool("cancel", h.cancelOn), zap.Error(err))
+			}
+			if h.cancelOn && b.failures >= h.threshold {
+				b.cancel(errHeartbeatFailure)
+				delete(h.beats, b.ref)
+				b.removed = true
+				continue
+			}
+			b.due = now.Add(h.retryWait)
+		case lostSet[b.ref]:
+			if !b.finishing {
+				b.cancel(errLeaseLost)
+			}
+			delete(h.beats, b.ref)
+			b.removed = true
+			continue
+		default:
+			b.failures = 0
+			b.due = now.Add(h.interval())
+		}
+		heap.Push(&h.heap, b)
+	}
+}

@@ -1,0 +1,476 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Limits on the text a processor writes about a failure.
+const (
+	maxDetails   = 16000 // DLQ ErrorDetails
+	maxLastError = 4000  // hot LastError between retries
+)
+
+// ErrNotRunning is returned by Stop on a processor that is not running.
+var ErrNotRunning = errors.New("processor: not running")
+
+// Processor claims, runs and settles jobs. Create it with New, then Start
+// and Stop it once.
+type Processor struct {
+	store jobs.Store
+	reg   *Registry
+	cfg   Config
+	log   *zap.Logger
+	stats counters
+	buf   *buffer
+	hb    *heartbeater
+
+	wakeFetch chan struct{} // a local enqueue or free buffer space
+	minPoll   time.Duration
+
+	paused atomic.Pointer[map[string]bool]
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	// fetchCtx ends when claiming must stop; workCtx when workers must stop
+	// taking buffered jobs; runCtx (cause errShutdown) when running handlers
+	// must stop; hbCtx when heartbeats stop; writesCtx when outcome writes
+	// must give up.
+	cancelFetch  context.CancelFunc
+	cancelWork   context.CancelFunc
+	runCtx       context.Context
+	cancelRun    context.CancelCauseFunc
+	cancelHB     context.CancelFunc
+	writesCtx    context.Context
+	cancelWrites context.CancelFunc
+	fetchDone    chan struct{}
+	workersDone  chan struct{}
+	hbDone       chan struct{}
+}
+
+// New checks cfg and returns a processor over store that runs the handlers
+// of reg.
+func New(store jobs.Store, reg *Registry, cfg Config) (*Processor, error) {
+	if store == nil || reg == nil {
+		return nil, errors.New("processor: nil store or registry")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Processor{
+		store:     store,
+		reg:       reg,
+		cfg:       cfg,
+		log:       cfg.Logger.With(zap.String("worker_id", cfg.WorkerID)),
+		buf:       newBuffer(cfg.PrefetchSize),
+		wakeFetch: make(chan struct{}, 1),
+		minPoll:   max(cfg.PollInterval/10, time.Millisecond),
+	}
+	p.hb = newHeartbeater(store, cfg, &p.stats)
+	p.hb.log = p.log
+	empty := map[string]bool{}
+	p.paused.Store(&empty)
+	return p, nil
+}
+
+// WorkerID is the name this processor claims under.
+func (p *Processor) WorkerID() string { return p.cfg.WorkerID }
+
+// Stats returns the processor's counters.
+func (p *Processor) Stats() Stats { return p.stats.snapshot(p.buf.len()) }
+
+// HeartbeatsFailing reports whether the last heartbeat call failed. While it
+// does, the processor claims nothing.
+func (p *Processor) HeartbeatsFailing() bool { return p.hb.failing.Load() }
+
+// Notify wakes the fetch loop, for example after a local enqueue.
+func (p *Processor) Notify() {
+	select {
+	case p.wakeFetch <- struct{}{}:
+	default:
+	}
+}
+
+// Start launches the fetch loop, the heartbeater and the workers. They run
+// until Stop; ctx is not kept.
+func (p *Processor) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return errors.New("processor: already started")
+	}
+	p.started = true
+	fetchCtx, cancelFetch := context.WithCancel(context.Background())
+	workCtx, cancelWork := context.WithCancel(context.Background())
+	p.runCtx, p.cancelRun = context.WithCancelCause(context.Background())
+	hbCtx, cancelHB := context.WithCancel(context.Background())
+	p.writesCtx, p.cancelWrites = context.WithCancel(context.Background())
+	p.cancelFetch, p.cancelWork, p.cancelHB = cancelFetch, cancelWork, cancelHB
+	p.fetchDone, p.workersDone, p.hbDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
+
+	go func() { defer close(p.hbDone); p.hb.run(hbCtx) }()
+	go func() { defer close(p.fetchDone); p.fetchLoop(fetchCtx) }()
+	var wg sync.WaitGroup
+	for range p.cfg.Concurrency {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.worker(workCtx) }()
+	}
+	go func() { wg.Wait(); close(p.workersDone) }()
+	p.log.Info("processor started", zap.Strings("queues", p.cfg.Queues), zap.Int("concurrency", p.cfg.Concurrency))
+	return nil
+}
+
+// Stop shuts down gracefully: it stops claiming, releases every buffered
+// job at once, gives running handlers ShutdownTimeout to finish, then
+// cancels them; a handler that returns after cancellation is retried with
+// no delay. A handler that never returns is left to rescue. Stop returns
+// ctx's error if ctx ends first.
+func (p *Processor) Stop(ctx context.Context) error {
+	p.mu.Lock()
+	if !p.started || p.stopped {
+		p.mu.Unlock()
+		return ErrNotRunning
+	}
+	p.stopped = true
+	p.mu.Unlock()
+
+	p.cancelFetch()
+	<-p.fetchDone
+	p.cancelWork()
+	if left := p.buf.close(); len(left) > 0 {
+		p.release(ctx, left, "processor stopping")
+	}
+
+	grace := time.NewTimer(p.cfg.ShutdownTimeout)
+	defer grace.Stop()
+	var err error
+	select {
+	case <-p.workersDone:
+	case <-grace.C:
+		p.log.Warn("shutdown timeout: cancelling running handlers", zap.Int64("running", p.stats.running.Load()))
+		p.cancelRun(errShutdown)
+		// Handlers that return are retried at once; one that ignores its
+		// context is abandoned after another ShutdownTimeout and left to
+		// rescue, so Stop always returns.
+		abandon := time.NewTimer(p.cfg.ShutdownTimeout)
+		defer abandon.Stop()
+		select {
+		case <-p.workersDone:
+		case <-abandon.C:
+			err = fmt.Errorf("processor: %d handlers ignored cancellation; their jobs are left to rescue", p.stats.running.Load())
+			p.log.Error("handlers ignored cancellation; left to rescue", zap.Int64("running", p.stats.running.Load()))
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	case <-ctx.Done():
+		p.cancelRun(errShutdown)
+		err = ctx.Err()
+	}
+	p.cancelWrites()
+	p.cancelHB()
+	<-p.hbDone
+	p.cancelRun(errShutdown)
+	p.log.Info("processor stopped", zap.Any("stats", p.Stats()))
+	return err
+}
+
+// fetchLoop keeps the buffer filled. It claims min(BatchSize, free space)
+// at a time, at once again while claims come back full, and backs off to
+// PollInterval while the queues are empty. It claims nothing while
+// heartbeats fail.
+func (p *Processor) fetchLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	wait := p.minPoll
+	errWait := p.cfg.PollInterval
+	next := 0
+	var refreshed time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wakeFetch:
+		case <-timer.C:
+		}
+		if time.Since(refreshed) > 5*p.cfg.PollInterval {
+			p.refreshPaused(ctx)
+			refreshed = time.Now()
+		}
+		p.releaseStale(ctx)
+
+		free := p.buf.free()
+		switch {
+		case p.hb.failing.Load():
+			wait = p.cfg.PollInterval
+		case free < min(p.cfg.BatchSize, p.cfg.PrefetchSize):
+			// Wait for a worker to make room for a whole batch.
+			wait = p.cfg.PollInterval
+		default:
+			n := min(p.cfg.BatchSize, free)
+			queues := rotate(p.cfg.Queues, next)
+			next++
+			got, err := p.store.Claim(ctx, jobs.ClaimParams{WorkerID: p.cfg.WorkerID, Queues: queues, Limit: n})
+			if len(got) > 0 {
+				now := time.Now()
+				fs := make([]*fetched, len(got))
+				for i, j := range got {
+					fs[i] = &fetched{job: j, claimedAt: now}
+				}
+				p.stats.claimed.Add(int64(len(got)))
+				p.buf.push(fs)
+			}
+			switch {
+			case err != nil && ctx.Err() == nil:
+				p.stats.storeErrors.Add(1)
+				p.log.Warn("claim failed; backing off", zap.Duration("wait", errWait), zap.Error(err))
+				wait = errWait
+				errWait = min(errWait*2, 10*p.cfg.PollInterval)
+			case len(got) == n:
+				wait, errWait = 0, p.cfg.PollInterval
+			case len(got) > 0:
+				wait, errWait = p.minPoll, p.cfg.PollInterval
+			default:
+				wait = min(max(wait*2, p.minPoll), p.cfg.PollInterval)
+				errWait = p.cfg.PollInterval
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+func rotate(qs []string, n int) []string {
+	if len(qs) < 2 {
+		return qs
+	}
+	k := n % len(qs)
+	out := make([]string, 0, len(qs))
+	return append(append(out, qs[k:]...), qs[:k]...)
+}
+
+func (p *Processor) refreshPaused(ctx context.Context) {
+	qs, err := p.store.Queues(ctx)
+	if err != nil {
+		return // keep the last view; claims themselves skip paused queues
+	}
+	m := map[string]bool{}
+	for _, q := range qs {
+		if q.Paused {
+			m[q.Name] = true
+		}
+	}
+	p.paused.Store(&m)
+}
+
+func (p *Processor) isPaused(queue string) bool { return (*p.paused.Load())[queue] }
+
+// releaseStale gives back buffered jobs that waited more than half of
+// FetchedJobTimeout, or whose queue was paused.
+func (p *Processor) releaseStale(ctx context.Context) {
+	cutoff := time.Now().Add(-p.cfg.FetchedJobTimeout / 2)
+	stale := p.buf.takeIf(func(f *fetched) bool { return f.claimedAt.Before(cutoff) || p.isPaused(f.job.Queue) })
+	if len(stale) > 0 {
+		p.release(ctx, stale, "buffered too long or queue paused")
+	}
+}
+
+// release returns Fetched jobs to Pending in one store call.
+func (p *Processor) release(ctx context.Context, fs []*fetched, why string) {
+	refs := make([]jobs.LeaseRef, len(fs))
+	for i, f := range fs {
+		refs[i] = f.job.Ref()
+	}
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	n, err := p.store.Release(callCtx, refs)
+	if err != nil {
+		p.stats.storeErrors.Add(1)
+		p.log.Warn("release failed; rescue phase 1 will return the jobs", zap.Int("jobs", len(refs)), zap.String("why", why), zap.Error(err))
+		return
+	}
+	p.stats.released.Add(int64(n))
+	p.log.Debug("jobs released", zap.Int("jobs", n), zap.String("why", why))
+}
+
+func (p *Processor) worker(ctx context.Context) {
+	for {
+		f, ok := p.buf.pop(ctx)
+		if !ok {
+			return
+		}
+		if free := p.buf.free(); free >= min(p.cfg.BatchSize, p.cfg.PrefetchSize) {
+			p.Notify()
+		}
+		p.execute(f)
+	}
+}
+
+// execute starts one buffered job, runs its handler and settles it.
+func (p *Processor) execute(f *fetched) {
+	j := f.job
+	log := p.log.With(zap.Int64("job_id", j.ID), zap.String("queue", j.Queue), zap.String("type", j.Type), zap.Int64("lease", j.Lease))
+	if time.Since(f.claimedAt) > p.cfg.FetchedJobTimeout/2 || p.isPaused(j.Queue) {
+		p.release(p.writesCtx, []*fetched{f}, "buffered too long or queue paused")
+		return
+	}
+	st, err := p.store.Start(p.writesCtx, j.Ref(), jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
+	switch {
+	case errors.Is(err, jobs.ErrLeaseLost):
+		p.stats.leaseLost.Add(1)
+		log.Info("lease lost before start")
+		return
+	case err != nil:
+		p.stats.storeErrors.Add(1)
+		log.Warn("start failed; releasing the job", zap.Error(err))
+		p.release(p.writesCtx, []*fetched{f}, "start failed")
+		return
+	}
+	p.stats.started.Add(1)
+	ref := j.Ref()
+	jobCtx, cancelJob := context.WithCancelCause(p.runCtx)
+	defer cancelJob(nil)
+	p.hb.add(ref, cancelJob, log)
+	defer p.hb.remove(ref)
+
+	execCtx, cancelExec := context.WithTimeoutCause(jobCtx, st.Timeout, errExecutionTimeout)
+	hj := &Job{
+		ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload, Attempt: st.AttemptCount,
+		MaxAttempts: j.MaxAttempts, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt,
+		Deadline: time.Now().Add(st.Timeout),
+	}
+	log.Debug("job started", zap.Int("attempt", st.AttemptCount))
+	p.stats.running.Add(1)
+	herr := p.call(execCtx, hj)
+	p.stats.running.Add(-1)
+	var cause error
+	if execCtx.Err() != nil {
+		cause = context.Cause(execCtx)
+	}
+	cancelExec()
+	p.hb.finishing(ref)
+	p.settle(log, ref, hj, herr, cause)
+}
+
+// call runs the handler, turning a panic into a *PanicError.
+func (p *Processor) call(ctx context.Context, j *Job) (err error) {
+	h, ok := p.reg.lookup(j.Type)
+	if !ok {
+		return Permanent(fmt.Errorf("unknown job type %q: no handler is registered for it", j.Type))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = &PanicError{Value: r, Stack: string(debug.Stack())}
+		}
+	}()
+	return h(ctx, j)
+}
+
+// settle records a finished execution's outcome (DESIGN section 6).
+func (p *Processor) settle(log *zap.Logger, ref jobs.LeaseRef, j *Job, herr, cause error) {
+	if herr != nil && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
+		p.stats.failed.Add(1)
+	}
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		p.stats.leaseLost.Add(1)
+		log.Warn("lease lost: the job was taken away; writing nothing", zap.NamedError("handler_error", herr))
+	case herr == nil:
+		if p.write(log, "complete", func(ctx context.Context) error { return p.store.Complete(ctx, ref) }) {
+			p.stats.succeeded.Add(1)
+			log.Debug("job succeeded")
+		}
+	case errors.Is(cause, errShutdown):
+		p.retry(log, ref, 0, "interrupted by shutdown: "+herr.Error())
+	case errors.Is(cause, errHeartbeatFailure):
+		p.deadLetter(log, ref, jobs.ReasonHeartbeatFailure, "heartbeats failed; cancelled: "+herr.Error())
+	case errors.Is(cause, errExecutionTimeout):
+		p.deadLetter(log, ref, jobs.ReasonTimeout, fmt.Sprintf("execution timeout: the handler ran past its deadline %s: %v", j.Deadline.UTC().Format(time.RFC3339Nano), herr))
+	case IsPermanent(herr):
+		p.deadLetter(log, ref, jobs.ReasonFatal, herr.Error())
+	case j.Attempt >= j.MaxAttempts:
+		p.deadLetter(log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %v", j.Attempt, j.MaxAttempts, herr))
+	default:
+		p.retry(log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), herr.Error())
+	}
+}
+
+func (p *Processor) retry(log *zap.Logger, ref jobs.LeaseRef, delay time.Duration, msg string) {
+	params := jobs.RetryParams{Delay: delay, Error: truncate(msg, maxLastError)}
+	if p.write(log, "retry", func(ctx context.Context) error { return p.store.Retry(ctx, ref, params) }) {
+		p.stats.retried.Add(1)
+		log.Info("job failed, retrying", zap.Duration("delay", delay), zap.String("error", firstLine(msg)))
+	}
+}
+
+func (p *Processor) deadLetter(log *zap.Logger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) {
+	params := jobs.DeadLetterParams{Reason: reason, Details: truncate(details, maxDetails)}
+	if p.write(log, "dead-letter", func(ctx context.Context) error { return p.store.DeadLetter(ctx, ref, params) }) {
+		p.stats.deadLettered.Add(1)
+		log.Warn("job dead-lettered", zap.Stringer("reason", reason), zap.String("error", firstLine(details)))
+	}
+}
+
+// write records an outcome, retrying through a store outage for as long as
+// the processor runs: the job keeps its heartbeat meanwhile, so nothing is
+// rescued and nothing is lost. A lost lease ends it at once.
+func (p *Processor) write(log *zap.Logger, op string, fn func(context.Context) error) bool {
+	wait := 100 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(p.writesCtx, 30*time.Second)
+		err := fn(ctx)
+		cancel()
+		switch {
+		case err == nil:
+			return true
+		case errors.Is(err, jobs.ErrLeaseLost):
+			p.stats.leaseLost.Add(1)
+			log.Warn("lease lost: "+op+" changed nothing", zap.Error(err))
+			return false
+		case errors.Is(err, jobs.ErrInvalidArgument):
+			log.Error(op+" refused by the store", zap.Error(err))
+			return false
+		}
+		p.stats.storeErrors.Add(1)
+		log.Warn(op+" failed; will retry", zap.Duration("wait", wait), zap.Error(err))
+		t := time.NewTimer(wait)
+		select {
+		case <-p.writesCtx.Done():
+			t.Stop()
+			log.Warn(op+" abandoned at shutdown; rescue will settle the job", zap.Error(err))
+			return false
+		case <-t.C:
+		}
+		wait = min(wait*2, 5*time.Second)
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
+}
+
+func firstLine(s string) string {
+	for i := range len(s) {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}

@@ -1,0 +1,443 @@
+package processor_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// blockingHandler blocks every job until released, and reports starts.
+type blockingHandler struct {
+	started chan int64
+	release chan struct{}
+}
+
+func newBlockingHandler() *blockingHandler {
+	return &blockingHandler{started: make(chan int64, 100), release: make(chan struct{})}
+}
+
+func (b *blockingHandler) handle(ctx context.Context, j *processor.Job) error {
+	b.started <- j.ID
+	<-b.release // ignores ctx: a hung handler
+	return nil
+}
+
+// TestWorkerThatDiesMidJobIsRescued: a processor loses its store while one
+// job runs and others wait in its buffer. Phase 1 returns the buffered jobs
+// to Pending without an attempt; phase 2 dead-letters the running one as a
+// zombie. A healthy processor then runs the recovered jobs.
+func TestWorkerThatDiesMidJobIsRescued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		for range 5 {
+			enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		}
+		dying := &severableStore{Store: mem}
+		block := newBlockingHandler()
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", block.handle)
+		cfg := testConfig()
+		cfg.Concurrency = 1
+		p := startProcessor(t, dying, reg, cfg)
+		running := <-block.started
+		waitFor(t, time.Minute, "the rest buffered", func() bool { return p.Stats().Buffered == 4 })
+		dying.cut.Store(true) // the worker is gone as far as the store can tell
+
+		rescue := startRescue(t, mem, zombie.Config{})
+		waitFor(t, 15*time.Minute, "phase 1 and 2", func() bool {
+			c := rescue.Counters()
+			return c.Recovered == 4 && c.Zombies == 1
+		})
+		d := get(t, mem, running)
+		if d.Table != jobs.TableDLQ || d.FailureReason != jobs.ReasonZombie || d.AttemptCount != 1 {
+			t.Fatalf("running job %+v, want a zombie dead letter after 1 attempt", d)
+		}
+		page, err := mem.ListJobs(context.Background(), jobs.ListParams{Table: jobs.TableHot})
+		if err != nil || len(page.Jobs) != 4 {
+			t.Fatalf("hot jobs %v %v", page.Jobs, err)
+		}
+		for _, j := range page.Jobs {
+			if j.Status != jobs.StatusPending || j.AttemptCount != 0 {
+				t.Fatalf("recovered job %+v, want Pending with no attempt", j)
+			}
+		}
+
+		healthy := processor.NewRegistry()
+		healthy.MustHandle("h", func(context.Context, *processor.Job) error { return nil })
+		cfg.WorkerID = "w2"
+		p2 := startProcessor(t, mem, healthy, cfg)
+		waitFor(t, time.Minute, "recovered jobs archived", func() bool { return countIn(t, mem, jobs.TableArchive) == 4 })
+		stop(t, p2)
+		close(block.release)
+		_ = p.Stop(context.Background())
+	})
+}
+
+// TestHungHandlerIsDeadLetteredAtItsDeadline: the handler ignores its
+// context and never finishes, while its process keeps heartbeating. Phase 3
+// dead-letters it at the deadline; when it finally returns, its completion
+// changes nothing.
+func TestHungHandlerIsDeadLetteredAtItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMem()
+		if _, err := s.UpdateQueue(t.Context(), "hang", jobs.QueueUpdate{ExecutionTimeoutSeconds: ptr(120)}); err != nil {
+			t.Fatal(err)
+		}
+		block := newBlockingHandler()
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", block.handle)
+		id := enqueue(t, s, jobs.EnqueueParams{Type: "h", Queue: "hang"})
+		cfg := testConfig()
+		cfg.Queues = []string{"hang"}
+		p := startProcessor(t, s, reg, cfg)
+		<-block.started
+		rescue := startRescue(t, s, zombie.Config{ScanInterval: 5 * time.Second})
+		time.Sleep(100 * time.Second)
+		if j := get(t, s, id); j.Table != jobs.TableHot {
+			t.Fatalf("rescued before its deadline: %+v", j)
+		}
+		waitFor(t, time.Minute, "phase 3", inTable(s, id, jobs.TableDLQ))
+		if c := rescue.Counters(); c.Expired != 1 || c.Zombies != 0 {
+			t.Fatalf("counters %+v, want one deadline rescue and no zombie", c)
+		}
+		close(block.release) // the late completion
+		waitFor(t, time.Minute, "lease lost recorded", func() bool { return p.Stats().LeaseLost == 1 })
+		stop(t, p)
+		j := get(t, s, id)
+		if j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonTimeout {
+			t.Fatalf("after the late completion the job is %+v, want still a Timeout dead letter", j)
+		}
+		if st := p.Stats(); st.Succeeded != 0 {
+			t.Fatalf("late completion counted as success: %+v", st)
+		}
+	})
+}
+
+// TestHeartbeatsKeepALongJobAlive: a job that runs for three times the
+// zombie timeout, heartbeating, is never rescued; its beats ride in shared
+// store calls.
+func TestHeartbeatsKeepALongJobAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		s := newCountingStore(mem)
+		const zombieTimeout = 40 * time.Second
+		reg := processor.NewRegistry()
+		reg.MustHandle("long", func(ctx context.Context, j *processor.Job) error {
+			select {
+			case <-time.After(3 * zombieTimeout):
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		var ids []int64
+		for range 20 {
+			ids = append(ids, enqueue(t, mem, jobs.EnqueueParams{Type: "long"}))
+		}
+		cfg := testConfig()
+		cfg.Concurrency, cfg.PrefetchSize, cfg.BatchSize = 20, 20, 20
+		p := startProcessor(t, s, reg, cfg)
+		rescue := startRescue(t, mem, zombie.Config{ScanInterval: 5 * time.Second, ProcessingZombieTimeout: zombieTimeout})
+		waitFor(t, 5*time.Minute, "all archived", func() bool { return countIn(t, mem, jobs.TableArchive) == 20 })
+		stop(t, p)
+		if c := rescue.Counters(); c.Zombies != 0 || c.Expired != 0 {
+			t.Fatalf("heartbeating jobs were rescued: %+v", c)
+		}
+		st := p.Stats()
+		// 20 jobs x 120s / ~10s = ~240 beats; coalesced into far fewer calls.
+		if st.HeartbeatBeats < 200 || st.HeartbeatCalls*4 > st.HeartbeatBeats {
+			t.Fatalf("%d beats in %d calls: want >= 200 beats, at least 4 per call", st.HeartbeatBeats, st.HeartbeatCalls)
+		}
+		_ = ids
+	})
+}
+
+// TestPerQueueZombieTimeoutAppliesOnlyToItsQueue: two jobs lose their
+// worker at the same moment; the one whose queue sets 60s is rescued after a
+// minute, the other after the global ten.
+func TestPerQueueZombieTimeoutAppliesOnlyToItsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		if _, err := mem.UpdateQueue(t.Context(), "fast", jobs.QueueUpdate{ZombieTimeoutSeconds: ptr(60)}); err != nil {
+			t.Fatal(err)
+		}
+		fast := enqueue(t, mem, jobs.EnqueueParams{Type: "h", Queue: "fast"})
+		slow := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		dying := &severableStore{Store: mem}
+		block := newBlockingHandler()
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", block.handle)
+		cfg := testConfig()
+		cfg.Queues = []string{"fast", "default"}
+		p := startProcessor(t, dying, reg, cfg)
+		<-block.started
+		<-block.started
+		dying.cut.Store(true)
+		startRescue(t, mem, zombie.Config{ScanInterval: 5 * time.Second})
+		waitFor(t, 3*time.Minute, "fast queue's zombie", inTable(mem, fast, jobs.TableDLQ))
+		if get(t, mem, slow).Table != jobs.TableHot {
+			t.Fatal("the global-timeout job was rescued with the fast queue's timeout")
+		}
+		waitFor(t, 11*time.Minute, "global zombie", inTable(mem, slow, jobs.TableDLQ))
+		close(block.release)
+		_ = p.Stop(context.Background())
+	})
+}
+
+// TestMaxWorkersHoldsAcrossThreeProcessors: MaxWorkers 3 on a queue that
+// three processors of four workers each serve.
+func TestMaxWorkersHoldsAcrossThreeProcessors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMem()
+		if _, err := s.UpdateQueue(t.Context(), "bulk", jobs.QueueUpdate{MaxWorkers: ptr(3)}); err != nil {
+			t.Fatal(err)
+		}
+		for range 60 {
+			enqueue(t, s, jobs.EnqueueParams{Type: "h", Queue: "bulk"})
+		}
+		var running, peak atomic.Int64
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			n := running.Add(1)
+			for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+			}
+			time.Sleep(time.Second)
+			running.Add(-1)
+			return nil
+		})
+		var ps []*processor.Processor
+		for i := range 3 {
+			cfg := testConfig()
+			cfg.WorkerID = "p" + string(rune('0'+i))
+			cfg.Queues = []string{"bulk"}
+			ps = append(ps, startProcessor(t, s, reg, cfg))
+		}
+		waitFor(t, 10*time.Minute, "all archived", func() bool { return countIn(t, s, jobs.TableArchive) == 60 })
+		for _, p := range ps {
+			stop(t, p)
+		}
+		if peak.Load() != 3 {
+			t.Fatalf("peak concurrency %d, want exactly MaxWorkers 3", peak.Load())
+		}
+	})
+}
+
+// TestShutdownReleasesBufferedJobs: Stop gives buffered jobs back at once
+// with their AttemptCount untouched, and a running handler cancelled at
+// ShutdownTimeout is retried with no delay.
+func TestShutdownReleasesBufferedJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMem()
+		for range 6 {
+			enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		}
+		started := make(chan int64, 10)
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			started <- j.ID
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		cfg := testConfig()
+		cfg.Concurrency = 1
+		p := startProcessor(t, s, reg, cfg)
+		running := <-started
+		waitFor(t, time.Minute, "buffer filled", func() bool { return p.Stats().Buffered == 5 })
+		stopAt := time.Now()
+		stop(t, p)
+		if took := time.Since(stopAt); took < cfg.ShutdownTimeout || took > cfg.ShutdownTimeout+time.Second {
+			t.Fatalf("Stop took %v, want about ShutdownTimeout %v", took, cfg.ShutdownTimeout)
+		}
+		page, err := s.ListJobs(context.Background(), jobs.ListParams{Table: jobs.TableHot})
+		if err != nil || len(page.Jobs) != 6 {
+			t.Fatalf("hot %v %v", page.Jobs, err)
+		}
+		for _, j := range page.Jobs {
+			if j.Status != jobs.StatusPending {
+				t.Fatalf("job %d is %s after shutdown, want Pending", j.ID, j.Status)
+			}
+			want := 0
+			if j.ID == running {
+				want = 1
+				if j.ScheduledAt.After(time.Now()) {
+					t.Fatalf("interrupted job due at %v, want at once", j.ScheduledAt)
+				}
+			}
+			if j.AttemptCount != want {
+				t.Fatalf("job %d attempt %d, want %d", j.ID, j.AttemptCount, want)
+			}
+		}
+		if st := p.Stats(); st.Released != 5 || st.Retried != 1 {
+			t.Fatalf("stats %+v, want 5 released and 1 retried", st)
+		}
+	})
+}
+
+// TestShutdownAbandonsAHandlerThatNeverReturns: Stop still returns; the job
+// is left Processing for rescue.
+func TestShutdownAbandonsAHandlerThatNeverReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMem()
+		id := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		block := newBlockingHandler()
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", block.handle)
+		p := startProcessor(t, s, reg, testConfig())
+		<-block.started
+		if err := p.Stop(context.Background()); err == nil {
+			t.Fatal("Stop reported success while a handler still runs")
+		}
+		if j := get(t, s, id); j.Table != jobs.TableHot || j.Status != jobs.StatusProcessing {
+			t.Fatalf("abandoned job %+v, want left Processing for rescue", j)
+		}
+		r, _ := zombie.New(s, zombie.Config{})
+		time.Sleep(11 * time.Minute)
+		if res, err := r.Sweep(context.Background()); err != nil || res.Zombies != 1 {
+			t.Fatalf("rescue %+v %v", res, err)
+		}
+		close(block.release)
+		time.Sleep(time.Second)
+	})
+}
+
+// flakyStore fails every call while down is set.
+type flakyStore struct {
+	severableStore
+}
+
+// TestStoreOutageOf30Seconds: every store call fails for 30s; the processor
+// keeps running, resumes by itself and loses nothing.
+func TestStoreOutageOf30Seconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		s := &flakyStore{severableStore{Store: mem}}
+		var runs atomic.Int64
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			runs.Add(1)
+			time.Sleep(2 * time.Second)
+			return nil
+		})
+		for range 40 {
+			enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		}
+		p := startProcessor(t, s, reg, testConfig())
+		time.Sleep(3 * time.Second)
+		s.cut.Store(true)
+		time.Sleep(30 * time.Second)
+		if st := p.Stats(); st.StoreErrors == 0 {
+			t.Fatalf("no store errors seen during the outage: %+v", st)
+		}
+		s.cut.Store(false)
+		waitFor(t, 5*time.Minute, "all archived after the outage", func() bool { return countIn(t, mem, jobs.TableArchive) == 40 })
+		stop(t, p)
+		if n := countIn(t, mem, jobs.TableDLQ) + countIn(t, mem, jobs.TableHot); n != 0 {
+			t.Fatalf("%d jobs not archived", n)
+		}
+		// Jobs started before the outage finished during it and were
+		// written afterwards: no job ran twice.
+		if runs.Load() != 40 {
+			t.Fatalf("%d handler runs for 40 jobs", runs.Load())
+		}
+	})
+}
+
+// heartbeatFailStore fails only heartbeats while down is set, and counts
+// claims.
+type heartbeatFailStore struct {
+	jobs.Store
+	down   atomic.Bool
+	claims atomic.Int64
+}
+
+func (h *heartbeatFailStore) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+	if h.down.Load() {
+		return nil, errors.New("heartbeat write failed")
+	}
+	return h.Store.Heartbeat(ctx, refs)
+}
+
+func (h *heartbeatFailStore) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	h.claims.Add(1)
+	return h.Store.Claim(ctx, p)
+}
+
+// TestHeartbeatFailuresCancelAndStopClaims: with CancelOnHeartbeatFailure,
+// a job whose beats fail HeartbeatFailureThreshold times in a row is
+// cancelled and dead-lettered with reason HeartbeatFailure, and no new work
+// is claimed while beats fail.
+func TestHeartbeatFailuresCancelAndStopClaims(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		s := &heartbeatFailStore{Store: mem}
+		reg := processor.NewRegistry()
+		var mu sync.Mutex
+		var starts []int64
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			mu.Lock()
+			starts = append(starts, j.ID)
+			mu.Unlock()
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		first := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		cfg := testConfig()
+		cfg.Concurrency, cfg.PrefetchSize, cfg.BatchSize = 1, 1, 1
+		cfg.HeartbeatFailureThreshold = 3
+		cfg.CancelOnHeartbeatFailure = true
+		p := startProcessor(t, s, reg, cfg)
+		waitFor(t, time.Minute, "first job running", func() bool { return p.Stats().Running == 1 })
+		s.down.Store(true)
+		waitFor(t, time.Minute, "a failed beat", p.HeartbeatsFailing)
+		enqueue(t, mem, jobs.EnqueueParams{Type: "h"}) // must wait: beats are failing
+		claimsWhileFailing := s.claims.Load()
+		waitFor(t, 2*time.Minute, "dead-lettered", inTable(mem, first, jobs.TableDLQ))
+		if d := get(t, mem, first); d.FailureReason != jobs.ReasonHeartbeatFailure {
+			t.Fatalf("reason %s, want HeartbeatFailure", d.FailureReason)
+		}
+		if got := s.claims.Load(); got != claimsWhileFailing {
+			t.Fatalf("%d claims while heartbeats failed", got-claimsWhileFailing)
+		}
+		if st := p.Stats(); st.HeartbeatFailures != 1 {
+			t.Fatalf("stats %+v, want one heartbeat failure at the threshold", st)
+		}
+		stop(t, p)
+	})
+}
+
+// TestPausedQueueReleasesItsBufferedJobs: pausing a queue gives its
+// buffered jobs back to Pending without starting them.
+func TestPausedQueueReleasesItsBufferedJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMem()
+		for range 5 {
+			enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		}
+		block := newBlockingHandler()
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", block.handle)
+		cfg := testConfig()
+		cfg.Concurrency = 1
+		p := startProcessor(t, s, reg, cfg)
+		<-block.started
+		waitFor(t, time.Minute, "buffered", func() bool { return p.Stats().Buffered == 4 })
+		if _, err := s.UpdateQueue(t.Context(), "default", jobs.QueueUpdate{Paused: ptr(true)}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, time.Minute, "released", func() bool { return p.Stats().Released == 4 })
+		close(block.release)
+		stop(t, p)
+		st, err := s.QueueStats(context.Background())
+		if err != nil || len(st) != 1 || st[0].Pending != 4 || st[0].Archived != 1 {
+			t.Fatalf("queue stats %+v %v", st, err)
+		}
+	})
+}

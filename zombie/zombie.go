@@ -1,0 +1,278 @@
+package zombie
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Leader elects one rescuer among processes. TryLead reports whether this
+// process leads now; it is called before every sweep.
+type Leader interface {
+	TryLead(ctx context.Context) (bool, error)
+	// Resign gives up leadership, if held.
+	Resign(ctx context.Context) error
+}
+
+// Config configures a Rescuer. Zero fields take DESIGN section 8's defaults.
+type Config struct {
+	ScanInterval            time.Duration // (1m)
+	FetchedJobTimeout       time.Duration // phase 1 (10m)
+	ProcessingZombieTimeout time.Duration // phase 2, when the queue sets none (10m)
+	// BatchSize caps one statement (1000, the most allowed).
+	BatchSize int
+	// MaxBatchesPerPhase bounds one sweep's work per phase (100).
+	MaxBatchesPerPhase int
+	// Leader, when set, lets only the elected process sweep.
+	Leader Leader
+	Logger *zap.Logger
+	// OnRescue, when set, sees every rescued job (for metrics and events).
+	OnRescue func(phase Phase, r jobs.Rescued)
+}
+
+// Phase names a rescue phase.
+type Phase int
+
+const (
+	PhaseFetched  Phase = 1 // Fetched -> Pending
+	PhaseZombie   Phase = 2 // Processing -> DLQ (Zombie)
+	PhaseDeadline Phase = 3 // Processing -> DLQ (Timeout)
+)
+
+func (p Phase) String() string {
+	switch p {
+	case PhaseFetched:
+		return "recovered"
+	case PhaseZombie:
+		return "zombie"
+	case PhaseDeadline:
+		return "deadline"
+	}
+	return fmt.Sprintf("Phase(%d)", int(p))
+}
+
+// Result counts what one sweep moved.
+type Result struct {
+	Recovered int // phase 1
+	Zombies   int // phase 2
+	Expired   int // phase 3
+	Skipped   bool
+}
+
+// Moved is the total of the three phases.
+func (r Result) Moved() int { return r.Recovered + r.Zombies + r.Expired }
+
+// Counters are totals since the Rescuer was created.
+type Counters struct {
+	Sweeps, FailedSweeps, SkippedSweeps int64
+	Recovered, Zombies, Expired         int64
+	// LastSweep is when the last sweep finished (successful or not); zero
+	// before the first.
+	LastSweep time.Time
+}
+
+// Rescuer runs the rescue phases.
+type Rescuer struct {
+	store jobs.Store
+	cfg   Config
+	log   *zap.Logger
+
+	sweeps, failed, skipped     atomic.Int64
+	recovered, zombies, expired atomic.Int64
+	lastSweep                   atomic.Int64 // unix nanoseconds
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started bool
+}
+
+// New validates cfg and returns a Rescuer.
+func New(store jobs.Store, cfg Config) (*Rescuer, error) {
+	if store == nil {
+		return nil, errors.New("zombie: nil store")
+	}
+	if cfg.ScanInterval == 0 {
+		cfg.ScanInterval = time.Minute
+	}
+	if cfg.FetchedJobTimeout == 0 {
+		cfg.FetchedJobTimeout = 10 * time.Minute
+	}
+	if cfg.ProcessingZombieTimeout == 0 {
+		cfg.ProcessingZombieTimeout = 10 * time.Minute
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = jobs.MaxRescueBatch
+	}
+	if cfg.MaxBatchesPerPhase == 0 {
+		cfg.MaxBatchesPerPhase = 100
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	switch {
+	case cfg.ScanInterval < time.Millisecond:
+		return nil, fmt.Errorf("zombie: ScanInterval = %v: must be at least 1ms", cfg.ScanInterval)
+	case cfg.FetchedJobTimeout < 0 || cfg.ProcessingZombieTimeout < 0:
+		return nil, errors.New("zombie: timeouts must be positive")
+	case cfg.BatchSize < 1 || cfg.BatchSize > jobs.MaxRescueBatch:
+		return nil, fmt.Errorf("zombie: BatchSize = %d: must be between 1 and %d", cfg.BatchSize, jobs.MaxRescueBatch)
+	case cfg.MaxBatchesPerPhase < 1:
+		return nil, fmt.Errorf("zombie: MaxBatchesPerPhase = %d: must be at least 1", cfg.MaxBatchesPerPhase)
+	}
+	return &Rescuer{store: store, cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Sweep runs phases 1 to 3 once. Each phase repeats its bounded statement
+// until a short batch. It returns what moved, also when a phase fails.
+func (r *Rescuer) Sweep(ctx context.Context) (Result, error) {
+	var res Result
+	defer func() { r.lastSweep.Store(time.Now().UnixNano()) }()
+	if r.cfg.Leader != nil {
+		lead, err := r.cfg.Leader.TryLead(ctx)
+		if err != nil {
+			r.failed.Add(1)
+			return res, fmt.Errorf("zombie: leader election: %w", err)
+		}
+		if !lead {
+			r.skipped.Add(1)
+			res.Skipped = true
+			return res, nil
+		}
+	}
+	phases := []struct {
+		phase Phase
+		count *int
+		total *atomic.Int64
+		run   func(context.Context, jobs.RescueParams) ([]jobs.Rescued, error)
+		p     jobs.RescueParams
+	}{
+		{PhaseFetched, &res.Recovered, &r.recovered, r.store.RescueFetched, jobs.RescueParams{Timeout: r.cfg.FetchedJobTimeout, Limit: r.cfg.BatchSize}},
+		{PhaseZombie, &res.Zombies, &r.zombies, r.store.RescueZombies, jobs.RescueParams{Timeout: r.cfg.ProcessingZombieTimeout, Limit: r.cfg.BatchSize}},
+		{PhaseDeadline, &res.Expired, &r.expired, r.store.RescueExpired, jobs.RescueParams{Limit: r.cfg.BatchSize}},
+	}
+	var errs []error
+	for _, ph := range phases {
+		for range r.cfg.MaxBatchesPerPhase {
+			got, err := ph.run(ctx, ph.p)
+			*ph.count += len(got)
+			ph.total.Add(int64(len(got)))
+			for _, j := range got {
+				r.log.Debug("zombie rescue: job moved", zap.Stringer("phase", ph.phase), zap.Int64("job_id", j.ID),
+					zap.String("queue", j.Queue), zap.String("type", j.Type), zap.Int64("lease", j.Lease),
+					zap.String("worker_id", j.WorkerID), zap.Time("last_seen", j.LastSeen))
+				if r.cfg.OnRescue != nil {
+					r.cfg.OnRescue(ph.phase, j)
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("phase %d (%s): %w", ph.phase, ph.phase, err))
+				break
+			}
+			if len(got) < ph.p.Limit {
+				break
+			}
+		}
+	}
+	r.sweeps.Add(1)
+	if res.Moved() > 0 {
+		r.log.Info(fmt.Sprintf("zombie rescue: recovered %d abandoned, archived %d zombie, %d past deadline", res.Recovered, res.Zombies, res.Expired),
+			zap.Int("recovered", res.Recovered), zap.Int("zombies", res.Zombies), zap.Int("expired", res.Expired))
+	}
+	if len(errs) > 0 {
+		r.failed.Add(1)
+		return res, fmt.Errorf("zombie: sweep: %w", errors.Join(errs...))
+	}
+	return res, nil
+}
+
+// Counters returns the totals so far.
+func (r *Rescuer) Counters() Counters {
+	c := Counters{
+		Sweeps: r.sweeps.Load(), FailedSweeps: r.failed.Load(), SkippedSweeps: r.skipped.Load(),
+		Recovered: r.recovered.Load(), Zombies: r.zombies.Load(), Expired: r.expired.Load(),
+	}
+	if ns := r.lastSweep.Load(); ns != 0 {
+		c.LastSweep = time.Unix(0, ns)
+	}
+	return c
+}
+
+// Interval is the configured scan interval.
+func (r *Rescuer) Interval() time.Duration { return r.cfg.ScanInterval }
+
+// Start runs a sweep now and then every ScanInterval until Stop. A failed
+// sweep is logged; the loop carries on.
+func (r *Rescuer) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("zombie: already started")
+	}
+	r.started = true
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel, r.done = cancel, make(chan struct{})
+	go r.loop(loopCtx)
+	return nil
+}
+
+func (r *Rescuer) loop(ctx context.Context) {
+	defer close(r.done)
+	ticker := time.NewTicker(r.cfg.ScanInterval)
+	defer ticker.Stop()
+	for {
+		if _, err := r.safeSweep(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error("zombie rescue: sweep failed; retrying next interval", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// safeSweep keeps a panic in a store or hook from ending the loop.
+func (r *Rescuer) safeSweep(ctx context.Context) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.failed.Add(1)
+			err = fmt.Errorf("zombie: sweep panicked: %v", p)
+		}
+	}()
+	sweepCtx, cancel := context.WithTimeout(ctx, max(r.cfg.ScanInterval, 30*time.Second))
+	defer cancel()
+	return r.Sweep(sweepCtx)
+}
+
+// Stop ends the loop and resigns leadership.
+func (r *Rescuer) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.started || r.cancel == nil {
+		r.mu.Unlock()
+		return errors.New("zombie: not running")
+	}
+	cancel, done := r.cancel, r.done
+	r.cancel = nil
+	r.mu.Unlock()
+	cancel()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.cfg.Leader != nil {
+		return r.cfg.Leader.Resign(ctx)
+	}
+	return nil
+}

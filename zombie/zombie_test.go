@@ -1,0 +1,217 @@
+package zombie_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// setup puts one job in each state rescue acts on: abandoned Fetched,
+// silent Processing, and Processing past its deadline while heartbeating.
+func setup(t *testing.T, s *memstore.Store, clock *memstore.ManualClock) (fetched, silent, hung jobs.LeaseRef) {
+	t.Helper()
+	ctx := t.Context()
+	if _, err := s.UpdateQueue(ctx, "hang", jobs.QueueUpdate{ExecutionTimeoutSeconds: ptr(60)}); err != nil {
+		t.Fatal(err)
+	}
+	claimStart := func(queue string, start bool) jobs.LeaseRef {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Queue: queue, Type: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "dead-worker", Queues: []string{queue}, Limit: 1})
+		if err != nil || len(got) != 1 {
+			t.Fatalf("claim: %v %v", got, err)
+		}
+		if start {
+			if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got[0].Ref()
+	}
+	fetched = claimStart("default", false)
+	silent = claimStart("default", true)
+	hung = claimStart("hang", true)
+	for range 4 { // the hung job's process keeps heartbeating
+		clock.Advance(3 * time.Minute)
+		if lost, err := s.Heartbeat(ctx, []jobs.LeaseRef{hung}); err != nil || len(lost) != 0 {
+			t.Fatalf("heartbeat: lost %v, %v", lost, err)
+		}
+	}
+	return fetched, silent, hung
+}
+
+func TestSweepRunsThreePhasesAndLogsOneLine(t *testing.T) {
+	clock := memstore.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.WithClock(clock.Now))
+	fetched, silent, hung := setup(t, s, clock)
+	core, logs := observer.New(zap.InfoLevel)
+	var seen []zombie.Phase
+	r, err := zombie.New(s, zombie.Config{Logger: zap.New(core), OnRescue: func(p zombie.Phase, _ jobs.Rescued) { seen = append(seen, p) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Sweep(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res != (zombie.Result{Recovered: 1, Zombies: 1, Expired: 1}) {
+		t.Fatalf("sweep = %+v, want one of each", res)
+	}
+	want := "zombie rescue: recovered 1 abandoned, archived 1 zombie, 1 past deadline"
+	if got := logs.FilterMessage(want).Len(); got != 1 || logs.Len() != 1 {
+		t.Fatalf("logs %v, want exactly one line %q", logs.All(), want)
+	}
+	if len(seen) != 3 {
+		t.Fatalf("OnRescue saw %v", seen)
+	}
+	check := func(ref jobs.LeaseRef, table jobs.Table, reason jobs.FailureReason) {
+		j, err := s.GetJob(t.Context(), ref.ID)
+		if err != nil || j.Table != table || (table == jobs.TableDLQ && j.FailureReason != reason) {
+			t.Fatalf("job %d: %+v %v; want %s reason %s", ref.ID, j, err, table, reason)
+		}
+	}
+	check(fetched, jobs.TableHot, 0)
+	check(silent, jobs.TableDLQ, jobs.ReasonZombie)
+	check(hung, jobs.TableDLQ, jobs.ReasonTimeout)
+	// Nothing left: the next sweep moves nothing and logs nothing.
+	if res, err := r.Sweep(t.Context()); err != nil || res.Moved() != 0 || logs.Len() != 1 {
+		t.Fatalf("second sweep %+v %v, %d log lines", res, err, logs.Len())
+	}
+	c := r.Counters()
+	if c.Sweeps != 2 || c.Recovered != 1 || c.Zombies != 1 || c.Expired != 1 || c.LastSweep.IsZero() {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestSweepRepeatsBoundedBatches(t *testing.T) {
+	clock := memstore.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.WithClock(clock.Now))
+	ctx := t.Context()
+	ps := make([]jobs.EnqueueParams, 25)
+	for i := range ps {
+		ps[i] = jobs.EnqueueParams{Type: "t"}
+	}
+	if _, err := s.EnqueueMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"default"}, Limit: 25}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(11 * time.Minute)
+	calls := &countingStore{Store: s}
+	r, _ := zombie.New(calls, zombie.Config{BatchSize: 10})
+	res, err := r.Sweep(ctx)
+	if err != nil || res.Recovered != 25 {
+		t.Fatalf("sweep %+v %v, want 25 recovered", res, err)
+	}
+	if n := calls.fetched.Load(); n != 3 {
+		t.Fatalf("phase 1 ran %d statements, want 3 (10, 10, 5)", n)
+	}
+}
+
+// failingStore fails every rescue call while down is set.
+type failingStore struct {
+	jobs.Store
+	down atomic.Bool
+}
+
+var errDown = errors.New("store unreachable")
+
+func (f *failingStore) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if f.down.Load() {
+		return nil, errDown
+	}
+	return f.Store.RescueFetched(ctx, p)
+}
+
+type countingStore struct {
+	jobs.Store
+	fetched atomic.Int64
+}
+
+func (c *countingStore) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	c.fetched.Add(1)
+	return c.Store.RescueFetched(ctx, p)
+}
+
+func TestLoopSurvivesFailingSweeps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &failingStore{Store: memstore.New()}
+		s.down.Store(true)
+		core, logs := observer.New(zap.ErrorLevel)
+		r, err := zombie.New(s, zombie.Config{ScanInterval: time.Second, Logger: zap.New(core)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3500 * time.Millisecond)
+		if c := r.Counters(); c.FailedSweeps < 3 {
+			t.Fatalf("counters %+v, want failed sweeps while the store is down", c)
+		}
+		if logs.FilterMessage("zombie rescue: sweep failed; retrying next interval").Len() < 3 {
+			t.Fatalf("failed sweeps not logged: %v", logs.All())
+		}
+		s.down.Store(false)
+		before := r.Counters().Sweeps
+		time.Sleep(2 * time.Second)
+		if c := r.Counters(); c.Sweeps <= before {
+			t.Fatalf("the loop did not keep sweeping after the store recovered: %+v", c)
+		}
+		if err := r.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// fakeLeader lets a test decide who leads.
+type fakeLeader struct {
+	lead     atomic.Bool
+	resigned atomic.Bool
+}
+
+func (f *fakeLeader) TryLead(context.Context) (bool, error) { return f.lead.Load(), nil }
+func (f *fakeLeader) Resign(context.Context) error          { f.resigned.Store(true); return nil }
+
+func TestOnlyTheLeaderSweeps(t *testing.T) {
+	clock := memstore.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.WithClock(clock.Now))
+	setup(t, s, clock)
+	leader := &fakeLeader{}
+	r, _ := zombie.New(s, zombie.Config{Leader: leader})
+	res, err := r.Sweep(t.Context())
+	if err != nil || !res.Skipped || res.Moved() != 0 {
+		t.Fatalf("follower sweep %+v %v, want skipped", res, err)
+	}
+	leader.lead.Store(true)
+	if res, err := r.Sweep(t.Context()); err != nil || res.Moved() != 3 {
+		t.Fatalf("leader sweep %+v %v, want 3 moved", res, err)
+	}
+	if c := r.Counters(); c.SkippedSweeps != 1 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	s := memstore.New()
+	for _, c := range []zombie.Config{{BatchSize: 5000}, {ScanInterval: time.Nanosecond}, {MaxBatchesPerPhase: -1}} {
+		if _, err := zombie.New(s, c); err == nil || !strings.HasPrefix(err.Error(), "zombie: ") {
+			t.Errorf("New(%+v) = %v", c, err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
