@@ -16,7 +16,7 @@ func TestValidateName(t *testing.T) {
 			t.Errorf("ValidateName(%q) = %v", good, err)
 		}
 	}
-	for _, bad := range []string{"", "7up", "a-b", "a b", "a]b", "x;DROP", "sys", "INFORMATION_SCHEMA", "ünï", strings.Repeat("a", 129)} {
+	for _, bad := range []string{"", "7up", "a-b", "a b", "a]b", "x;DROP", "sys", "INFORMATION_SCHEMA", "order", "User", "TABLE", "schema", "ünï", strings.Repeat("a", 129)} {
 		err := ValidateName(bad)
 		if !errors.Is(err, ErrInvalidName) || !strings.Contains(err.Error(), "schema name") {
 			t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", bad, err)

@@ -21,6 +21,11 @@ import (
 //   - Statements that pick a batch select TOP (@n) IDs with
 //     UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK in a derived table joined
 //     to the base table, and repeat the status test on the outer statement.
+//     They state READ COMMITTED (READPAST needs it; a parameterized batch
+//     runs in sp_executesql, so the setting ends with the call).
+//   - Long text parameters are sent as NVARCHAR(MAX) and jobs as a table-
+//     valued parameter, so a parameter's declared length does not vary with
+//     its value and each statement keeps one cached plan.
 
 // delayFrom is @now plus @<name>Ms milliseconds.
 func delayFrom(name, from string) string {
@@ -31,12 +36,6 @@ func delayFrom(name, from string) string {
 func agoFrom(name, from string) string {
 	return "DATEADD(MILLISECOND, -(@" + name + "Ms % 1000), DATEADD(SECOND, -(@" + name + "Ms / 1000), " + from + "))"
 }
-
-// scheduledAt is the due time of a new job: @runAtMs (Unix milliseconds) when
-// given, else @now plus @delayMs.
-const scheduledAt = `CASE WHEN @runAtMs IS NULL
-        THEN DATEADD(MILLISECOND, @delayMs % 1000, DATEADD(SECOND, @delayMs / 1000, @now))
-        ELSE DATEADD(MILLISECOND, @runAtMs % 86400000, DATEADD(DAY, @runAtMs / 86400000, CAST('19700101' AS DATETIME2(7)))) END`
 
 // jobColumns is the unified column list every read returns, whatever the
 // table; $ is replaced by a table alias and the table-specific columns that
@@ -76,27 +75,43 @@ const (
 	rescuedOutput = `deleted.Id, deleted.Queue, deleted.Type, deleted.WorkerId, deleted.RunLease`
 )
 
-// Enqueue without an idempotency key: one INSERT.
-const qEnqueue = `SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-DECLARE @id BIGINT;
-SET @id = NEXT VALUE FOR {{s}}.JobIds;
-INSERT INTO {{s}}.JobsHot (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
+// Every enqueue passes its jobs as a JobInsertList table-valued parameter,
+// even a single one: the parameter's declaration is then the same whatever
+// the payload's length, so the plan cache holds one plan, not one per
+// payload size (go-mssqldb declares []byte as varbinary(len)).
+const insertFromItems = `INSERT INTO {{s}}.JobsHot (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
     AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease)
-VALUES (@id, @queue, @type, @payload, @priority, @tags, NULL, @createdBy, @maxAttempts,
-    0, 0, @now, ` + scheduledAt + `, @now, 0);
-SELECT @id, CAST(0 AS BIT);`
+SELECT {{idExpr}}, i.Queue, i.Type, i.Payload, i.Priority, i.Tags, {{keyExpr}}, i.CreatedBy, i.MaxAttempts,
+    0, 0, @now,
+    CASE WHEN i.RunAtMs IS NULL
+        THEN DATEADD(MILLISECOND, i.DelayMs % 1000, DATEADD(SECOND, i.DelayMs / 1000, @now))
+        ELSE DATEADD(MILLISECOND, i.RunAtMs % 86400000, DATEADD(DAY, i.RunAtMs / 86400000, CAST('19700101' AS DATETIME2(7)))) END,
+    @now, 0
+FROM @items AS i;`
 
-// Enqueue with an idempotency key. UPDLOCK + HOLDLOCK on the key seek takes a
-// key-range update lock, so a concurrent enqueue of the same key waits here
-// and then sees the first job, instead of deadlocking or failing on the
-// unique index. Run inside a caller's transaction it holds that lock until
-// the caller commits, which is what makes the key safe there too.
+// Enqueue of jobs without keys: the IDs come as one range from the
+// sequence, so item i gets @first + i and no OUTPUT ordering is needed.
+const qEnqueueBatch = `SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @firstValue SQL_VARIANT;
+EXEC sys.sp_sequence_get_range @sequence_name = N'{{s}}.JobIds', @range_size = @n, @range_first_value = @firstValue OUTPUT;
+DECLARE @first BIGINT = CONVERT(BIGINT, @firstValue);
+` + "{{insertBatch}}" + `
+SELECT @first;`
+
+// Enqueue of one job (the single row of @items) with an idempotency key.
+// UPDLOCK + HOLDLOCK on the key seek takes a key-range update lock, so a
+// concurrent enqueue of the same key waits here and then sees the first job,
+// instead of deadlocking or failing on the unique index. Run inside a
+// caller's transaction it holds that lock until the caller commits, which is
+// what makes the key safe there too. XACT_ABORT rolls the transaction back if
+// the request is cancelled, so no lock outlives a timed-out call.
 const qEnqueueKeyed = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @id BIGINT;
 BEGIN TRANSACTION;
-SELECT @id = Id FROM {{s}}.JobsHot WITH (UPDLOCK, HOLDLOCK, ROWLOCK)
+SELECT @id = Id FROM {{s}}.JobsHot WITH (UPDLOCK, HOLDLOCK, ROWLOCK, FORCESEEK)
 WHERE IdempotencyKey = @key AND IdempotencyKey IS NOT NULL;
 IF @id IS NOT NULL
 BEGIN
@@ -106,31 +121,10 @@ END
 ELSE
 BEGIN
     SET @id = NEXT VALUE FOR {{s}}.JobIds;
-    INSERT INTO {{s}}.JobsHot (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
-        AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease)
-    VALUES (@id, @queue, @type, @payload, @priority, @tags, @key, @createdBy, @maxAttempts,
-        0, 0, @now, ` + scheduledAt + `, @now, 0);
+    ` + "{{insertKeyed}}" + `
     COMMIT TRANSACTION;
     SELECT @id, CAST(0 AS BIT);
 END`
-
-// Batch enqueue of jobs without keys: the IDs come as one range from the
-// sequence, so item i gets @first + i and no OUTPUT ordering is needed.
-const qEnqueueBatch = `SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-DECLARE @firstValue SQL_VARIANT;
-EXEC sys.sp_sequence_get_range @sequence_name = N'{{s}}.JobIds', @range_size = @n, @range_first_value = @firstValue OUTPUT;
-DECLARE @first BIGINT = CONVERT(BIGINT, @firstValue);
-INSERT INTO {{s}}.JobsHot (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
-    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease)
-SELECT @first + i.Ord, i.Queue, i.Type, i.Payload, i.Priority, i.Tags, NULL, i.CreatedBy, i.MaxAttempts,
-    0, 0, @now,
-    CASE WHEN i.RunAtMs IS NULL
-        THEN DATEADD(MILLISECOND, i.DelayMs % 1000, DATEADD(SECOND, i.DelayMs / 1000, @now))
-        ELSE DATEADD(MILLISECOND, i.RunAtMs % 86400000, DATEADD(DAY, i.RunAtMs / 86400000, CAST('19700101' AS DATETIME2(7)))) END,
-    @now, 0
-FROM @items AS i;
-SELECT @first;`
 
 // Claim for one queue. A queue with MaxWorkers serializes its claimers on its
 // Queues row (UPDLOCK, held to COMMIT) and counts its Fetched and Processing
@@ -235,6 +229,7 @@ SELECT @@ROWCOUNT;`
 // Rescue phase 1: Fetched rows older than the timeout go back to Pending.
 // No user code ran, so AttemptCount is not touched.
 const qRescueFetched = `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @cutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 UPDATE h
@@ -253,6 +248,7 @@ WHERE h.Status = 1 AND h.LastUpdatedUtc < @cutoff;`
 // queue's ZombieTimeoutSeconds, else the global timeout, move to the DLQ as
 // Zombie. Their side effects are uncertain, so they are never re-run.
 const qRescueZombies = `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @globalCutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 DELETE h
@@ -279,6 +275,7 @@ WHERE h.Status = 2
 // Rescue phase 3: Processing rows past their deadline move to the DLQ as
 // Timeout, even while their worker still heartbeats (a hung handler).
 const qRescueExpired = `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, 7,
@@ -352,6 +349,7 @@ OPTION (RECOMPILE);`
 // qPurge deletes one bounded batch of archived or dead-lettered jobs.
 func (t tableSQL) qPurge() string {
 	return `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DELETE d
 FROM {{s}}.` + t.name + ` AS d
 INNER JOIN (
@@ -373,6 +371,7 @@ func qResurrect() string {
 	dlq := tables[jobs.TableDLQ]
 	return `SET NOCOUNT ON;
 SET XACT_ABORT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @moved TABLE (
     Id BIGINT NOT NULL PRIMARY KEY, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL, Payload VARBINARY(MAX) NULL,
@@ -395,7 +394,7 @@ INSERT INTO {{s}}.JobsHot (Id, Queue, Type, Payload, Priority, Tags, Idempotency
     AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError)
 SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m.Payload END, m.Priority, m.Tags,
     CASE WHEN m.IdempotencyKey IS NULL OR m.KeyRank > 1
-              OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (UPDLOCK, HOLDLOCK)
+              OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (UPDLOCK, HOLDLOCK, FORCESEEK)
                          WHERE k.IdempotencyKey = m.IdempotencyKey AND k.IdempotencyKey IS NOT NULL)
          THEN NULL ELSE m.IdempotencyKey END,
     m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails
@@ -484,7 +483,7 @@ const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive;
 
 // queries is every statement rendered for one schema.
 type queries struct {
-	enqueue, enqueueKeyed, enqueueBatch                  string
+	enqueueKeyed, enqueueBatch                           string
 	claim, start, heartbeat, complete, retry, deadLetter string
 	release                                              string
 	rescueFetched, rescueZombies, rescueExpired          string
@@ -504,6 +503,11 @@ var agoColumn = strings.NewReplacer(
 	"{{ago:FinishedAtUtc}}", agoFrom("by", "FinishedAtUtc"),
 )
 
+var (
+	batchInsert = strings.NewReplacer("{{idExpr}}", "@first + i.Ord", "{{keyExpr}}", "NULL").Replace(insertFromItems)
+	keyedInsert = strings.NewReplacer("{{idExpr}}", "@id", "{{keyExpr}}", "@key").Replace(insertFromItems)
+)
+
 // render builds every statement for the bracket-quoted schema name.
 func render(quotedSchema string) *queries {
 	r := strings.NewReplacer(
@@ -517,9 +521,8 @@ func render(quotedSchema string) *queries {
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 	)
 	q := &queries{
-		enqueue:       r.Replace(qEnqueue),
-		enqueueKeyed:  r.Replace(qEnqueueKeyed),
-		enqueueBatch:  r.Replace(qEnqueueBatch),
+		enqueueKeyed:  r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueBatch:  r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
 		claim:         r.Replace(qClaim),
 		start:         r.Replace(qStart),
 		heartbeat:     r.Replace(qHeartbeat),

@@ -130,18 +130,13 @@ func named(name string, v any) sql.NamedArg { return sql.Named(name, v) }
 
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
-// enqueueArgs are the parameters of qEnqueue and qEnqueueKeyed.
-func enqueueArgs(p jobs.EnqueueParams) []any {
-	runAt := sql.NullInt64{}
-	if !p.RunAt.IsZero() {
-		runAt = sql.NullInt64{Int64: p.RunAt.UnixMilli(), Valid: true}
+// maxText sends a possibly long text as NVARCHAR(MAX), so its declared
+// type does not change with its length; empty is NULL.
+func maxText(s string) any {
+	if s == "" {
+		return nil
 	}
-	return []any{
-		named("queue", p.Queue), named("type", p.Type), named("payload", p.Payload),
-		named("priority", int64(p.Priority)), named("tags", nullString(strings.Join(p.Tags, ","))),
-		named("createdBy", nullString(p.CreatedBy)), named("maxAttempts", int64(p.MaxAttempts)),
-		named("delayMs", p.Delay.Milliseconds()), named("runAtMs", runAt), named("key", p.IdempotencyKey),
-	}
+	return mssql.NVarCharMax(s)
 }
 
 // Enqueue implements jobs.Store.
@@ -178,14 +173,20 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams)
 	return r, nil
 }
 
+// enqueueOne inserts one job; a keyed job goes through the key check.
 func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	stmt := s.q.enqueue
-	if p.IdempotencyKey != "" {
-		stmt = s.q.enqueueKeyed
-	}
+	items := s.insertTVP([]insertRow{toInsertRow(0, p)})
 	var r jobs.EnqueueResult
-	err := q.QueryRowContext(ctx, stmt, enqueueArgs(p)...).Scan(&r.ID, &r.Duplicate)
+	if p.IdempotencyKey == "" {
+		err := q.QueryRowContext(ctx, s.q.enqueueBatch, named("n", int64(1)), named("items", items)).Scan(&r.ID)
+		return r, err
+	}
+	err := q.QueryRowContext(ctx, s.q.enqueueKeyed, named("items", items), named("key", p.IdempotencyKey)).Scan(&r.ID, &r.Duplicate)
 	return r, err
+}
+
+func (s *Store) insertTVP(rows []insertRow) mssql.TVP {
+	return mssql.TVP{TypeName: s.schema + ".JobInsertList", Value: rows}
 }
 
 // insertRow is one row of the JobInsertList table type, in column order.
@@ -203,8 +204,10 @@ type insertRow struct {
 }
 
 // EnqueueMany implements jobs.Store: one transaction, keyed items one by one
-// in key order (so two batches never take key locks in opposite orders),
-// the rest as table-valued inserts of up to insertBatch rows.
+// in key order, the rest as table-valued inserts of up to insertBatch rows.
+// Key order makes two batches rarely lock keys in opposite orders (Go's
+// byte order is not the server's collation order, so not never); a deadlock
+// victim rolls back whole and is retried.
 func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
 	ps, err := jobs.NormalizeBatch(ps, s.limits)
 	if err != nil {
@@ -268,7 +271,7 @@ func (s *Store) enqueueMany(ctx context.Context, tx *sql.Tx, ps []jobs.EnqueuePa
 		var first int64
 		err := tx.QueryRowContext(ctx, s.q.enqueueBatch,
 			named("n", int64(len(rows))),
-			named("items", mssql.TVP{TypeName: s.schema + ".JobInsertList", Value: rows}),
+			named("items", s.insertTVP(rows)),
 		).Scan(&first)
 		if err != nil {
 			return nil, err
@@ -286,9 +289,6 @@ func toInsertRow(ord int32, p jobs.EnqueueParams) insertRow {
 	r := insertRow{
 		Ord: ord, Queue: p.Queue, Type: p.Type, Payload: p.Payload, Priority: int32(p.Priority),
 		DelayMs: p.Delay.Milliseconds(), MaxAttempts: int32(p.MaxAttempts),
-	}
-	if r.Payload == nil {
-		r.Payload = []byte{}
 	}
 	if !p.RunAt.IsZero() {
 		ms := p.RunAt.UnixMilli()
@@ -460,7 +460,7 @@ func (s *Store) Retry(ctx context.Context, ref jobs.LeaseRef, p jobs.RetryParams
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.guarded(ctx, "retry", s.q.retry, ref, named("delayMs", p.Delay.Milliseconds()), named("error", nullString(p.Error)))
+	return s.guarded(ctx, "retry", s.q.retry, ref, named("delayMs", p.Delay.Milliseconds()), named("error", maxText(p.Error)))
 }
 
 // DeadLetter implements jobs.Store.
@@ -468,7 +468,7 @@ func (s *Store) DeadLetter(ctx context.Context, ref jobs.LeaseRef, p jobs.DeadLe
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.guarded(ctx, "dead-letter", s.q.deadLetter, ref, named("reason", int64(p.Reason)), named("details", nullString(p.Details)))
+	return s.guarded(ctx, "dead-letter", s.q.deadLetter, ref, named("reason", int64(p.Reason)), named("details", maxText(p.Details)))
 }
 
 // Release implements jobs.Store.

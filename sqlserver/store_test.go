@@ -141,7 +141,7 @@ func TestEnqueueTx(t *testing.T) {
 func TestRenderedStatements(t *testing.T) {
 	q := render("[my_schema]")
 	all := map[string]string{
-		"enqueue": q.enqueue, "enqueueKeyed": q.enqueueKeyed, "enqueueBatch": q.enqueueBatch, "claim": q.claim,
+		"enqueueKeyed": q.enqueueKeyed, "enqueueBatch": q.enqueueBatch, "claim": q.claim,
 		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "retry": q.retry, "deadLetter": q.deadLetter,
 		"release": q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,

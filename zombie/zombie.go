@@ -26,7 +26,9 @@ type Config struct {
 	ScanInterval            time.Duration // (1m)
 	FetchedJobTimeout       time.Duration // phase 1 (10m)
 	ProcessingZombieTimeout time.Duration // phase 2, when the queue sets none (10m)
-	// BatchSize caps one statement (1000, the most allowed).
+	// BatchSize caps one statement (500; at most 1000). A rescue DELETE locks
+	// a key in each of JobsHot's indexes per row, so 500 rows stay well below
+	// the ~5,000 locks at which SQL Server escalates to a table lock.
 	BatchSize int
 	// MaxBatchesPerPhase bounds one sweep's work per phase (100).
 	MaxBatchesPerPhase int
@@ -36,6 +38,9 @@ type Config struct {
 	// OnRescue, when set, sees every rescued job (for metrics and events).
 	OnRescue func(phase Phase, r jobs.Rescued)
 }
+
+// DefaultBatchSize is the rescue batch unless configured.
+const DefaultBatchSize = 500
 
 // Phase names a rescue phase.
 type Phase int
@@ -109,7 +114,7 @@ func New(store jobs.Store, cfg Config) (*Rescuer, error) {
 		cfg.ProcessingZombieTimeout = 10 * time.Minute
 	}
 	if cfg.BatchSize == 0 {
-		cfg.BatchSize = jobs.MaxRescueBatch
+		cfg.BatchSize = DefaultBatchSize
 	}
 	if cfg.MaxBatchesPerPhase == 0 {
 		cfg.MaxBatchesPerPhase = 100
