@@ -478,6 +478,16 @@ UPDATE {{s}}.JobsDLQ SET
     CreatedAtUtc = {{ago:CreatedAtUtc}}, ScheduledAtUtc = {{ago:ScheduledAtUtc}}, StartedAtUtc = {{ago:StartedAtUtc}},
     HeartbeatUtc = {{ago:HeartbeatUtc}}, DeadlineUtc = {{ago:DeadlineUtc}}, FinishedAtUtc = {{ago:FinishedAtUtc}};`
 
+// Leader election (Leader): a session-owned exclusive application lock, tried
+// without waiting, checked before each use, released on resign.
+const (
+	qTryAppLock = `DECLARE @rc INT;
+EXEC @rc = sp_getapplock @Resource = @resource, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = 0;
+SELECT @rc;`
+	qAppLockMode    = `SELECT APPLOCK_MODE('public', @resource, 'Session');`
+	qReleaseAppLock = `EXEC sp_releaseapplock @Resource = @resource, @LockOwner = 'Session';`
+)
+
 // qResetForTest empties every table between contract cases.
 const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive; DELETE FROM {{s}}.JobsDLQ; DELETE FROM {{s}}.Queues;`
 
@@ -491,6 +501,7 @@ type queries struct {
 	purge, list, count                                   map[jobs.Table]string
 	getJob, queues, updateQueue, queueStats, now         string
 	ageForTest, resetForTest                             string
+	tryAppLock, appLockMode, releaseAppLock              string
 }
 
 var agoColumn = strings.NewReplacer(
@@ -521,29 +532,32 @@ func render(quotedSchema string) *queries {
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 	)
 	q := &queries{
-		enqueueKeyed:  r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
-		enqueueBatch:  r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
-		claim:         r.Replace(qClaim),
-		start:         r.Replace(qStart),
-		heartbeat:     r.Replace(qHeartbeat),
-		complete:      r.Replace(qComplete),
-		retry:         r.Replace(qRetry),
-		deadLetter:    r.Replace(qDeadLetter),
-		release:       r.Replace(qRelease),
-		rescueFetched: r.Replace(qRescueFetched),
-		rescueZombies: r.Replace(qRescueZombies),
-		rescueExpired: r.Replace(qRescueExpired),
-		resurrect:     r.Replace(qResurrect()),
-		getJob:        r.Replace(qGetJob),
-		queues:        r.Replace(qQueues),
-		updateQueue:   r.Replace(qUpdateQueue),
-		queueStats:    r.Replace(qQueueStats),
-		now:           qNow,
-		ageForTest:    r.Replace(agoColumn.Replace(qAgeForTest)),
-		resetForTest:  r.Replace(qResetForTest),
-		purge:         map[jobs.Table]string{},
-		list:          map[jobs.Table]string{},
-		count:         map[jobs.Table]string{},
+		enqueueKeyed:   r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueBatch:   r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
+		claim:          r.Replace(qClaim),
+		start:          r.Replace(qStart),
+		heartbeat:      r.Replace(qHeartbeat),
+		complete:       r.Replace(qComplete),
+		retry:          r.Replace(qRetry),
+		deadLetter:     r.Replace(qDeadLetter),
+		release:        r.Replace(qRelease),
+		rescueFetched:  r.Replace(qRescueFetched),
+		rescueZombies:  r.Replace(qRescueZombies),
+		rescueExpired:  r.Replace(qRescueExpired),
+		resurrect:      r.Replace(qResurrect()),
+		getJob:         r.Replace(qGetJob),
+		queues:         r.Replace(qQueues),
+		updateQueue:    r.Replace(qUpdateQueue),
+		queueStats:     r.Replace(qQueueStats),
+		now:            qNow,
+		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
+		resetForTest:   r.Replace(qResetForTest),
+		tryAppLock:     qTryAppLock,
+		appLockMode:    qAppLockMode,
+		releaseAppLock: qReleaseAppLock,
+		purge:          map[jobs.Table]string{},
+		list:           map[jobs.Table]string{},
+		count:          map[jobs.Table]string{},
 	}
 	for t, ts := range tables {
 		q.list[t] = r.Replace(ts.qList())

@@ -224,3 +224,27 @@ func BenchmarkStore(b *testing.B) {
 		return s
 	})
 }
+
+// TestLeaderElection: two electors on one schema; one leads until it
+// resigns, then the other takes over.
+func TestLeaderElection(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	a, b := NewLeader(s, "rescue"), NewLeader(s, "rescue")
+	if lead, err := a.TryLead(ctx); err != nil || !lead {
+		t.Fatalf("first elector: %v %v", lead, err)
+	}
+	if lead, err := a.TryLead(ctx); err != nil || !lead {
+		t.Fatalf("the leader lost its lock on a second check: %v %v", lead, err)
+	}
+	if lead, err := b.TryLead(ctx); err != nil || lead {
+		t.Fatalf("second elector led too: %v %v", lead, err)
+	}
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lead, err := b.TryLead(ctx); err != nil || !lead {
+		t.Fatalf("second elector after resign: %v %v", lead, err)
+	}
+	_ = b.Resign(ctx)
+}

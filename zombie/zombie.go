@@ -21,6 +21,9 @@ type Leader interface {
 	Resign(ctx context.Context) error
 }
 
+// ErrNotRunning is returned by Stop on a Rescuer that is not running.
+var ErrNotRunning = errors.New("zombie: not running")
+
 // Config configures a Rescuer. Zero fields take DESIGN section 8's defaults.
 type Config struct {
 	ScanInterval            time.Duration // (1m)
@@ -265,7 +268,7 @@ func (r *Rescuer) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	if !r.started || r.cancel == nil {
 		r.mu.Unlock()
-		return errors.New("zombie: not running")
+		return ErrNotRunning
 	}
 	cancel, done := r.cancel, r.done
 	r.cancel = nil

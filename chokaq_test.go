@@ -1,0 +1,54 @@
+package chokaq_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
+)
+
+func TestClientWritesQueueSettingsAtStart(t *testing.T) {
+	ctx := context.Background()
+	max := 2
+	c, err := chokaq.New(ctx, chokaq.Config{
+		DisableProcessor: true,
+		Queues:           map[string]jobs.QueueUpdate{"mail": {MaxWorkers: &max}},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(ctx)
+	qs, err := c.Store().Queues(ctx)
+	if err != nil || len(qs) != 1 || qs[0].MaxWorkers != 2 {
+		t.Fatalf("queues %+v %v", qs, err)
+	}
+	if c.Processor() != nil || c.Rescuer() == nil {
+		t.Fatal("DisableProcessor should leave the rescue loop only")
+	}
+}
+
+func TestClientRefusesWhatItsStoreCannotDo(t *testing.T) {
+	ctx := context.Background()
+	if _, err := chokaq.New(ctx, chokaq.Config{}, nil); err == nil {
+		t.Fatal("a processor without a registry was accepted")
+	}
+	if _, err := chokaq.New(ctx, chokaq.Config{SingleRescuer: true}, processor.NewRegistry()); err == nil {
+		t.Fatal("SingleRescuer accepted on the in-memory store")
+	}
+	c, err := chokaq.New(ctx, chokaq.Config{}, processor.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnqueueTx(ctx, nil, jobs.EnqueueParams{Type: "t"}); !errors.Is(err, chokaq.ErrTxUnsupported) {
+		t.Fatalf("EnqueueTx on memory: %v", err)
+	}
+	if _, err := chokaq.New(ctx, chokaq.Config{Processor: processor.Config{Concurrency: -1}}, processor.NewRegistry()); err == nil {
+		t.Fatal("bad processor config accepted")
+	}
+}

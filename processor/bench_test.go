@@ -1,0 +1,135 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
+)
+
+func fill(b *testing.B, s jobs.Store, n int) {
+	b.Helper()
+	batch := make([]jobs.EnqueueParams, 1000)
+	for i := range batch {
+		batch[i] = jobs.EnqueueParams{Type: "noop", Payload: []byte(`{"n":1}`)}
+	}
+	for n > 0 {
+		k := min(n, len(batch))
+		if _, err := s.EnqueueMany(context.Background(), batch[:k]); err != nil {
+			b.Fatal(err)
+		}
+		n -= k
+	}
+}
+
+// BenchmarkThroughput: jobs through the processor and the in-memory store
+// with a no-op handler; one op is one job. Reports jobs/s and, with
+// -benchmem, allocations per job (processor and store together).
+func BenchmarkThroughput(b *testing.B) {
+	for _, conc := range []int{1, 8, 64} {
+		b.Run(fmt.Sprintf("Concurrency=%d", conc), func(b *testing.B) {
+			s := newMem()
+			fill(b, s, b.N)
+			reg := processor.NewRegistry()
+			done := make(chan struct{}, 1024)
+			reg.MustHandle("noop", func(context.Context, *processor.Job) error { done <- struct{}{}; return nil })
+			cfg := processor.Config{WorkerID: "bench", Concurrency: conc, PrefetchSize: max(100, 2*conc), BatchSize: 20,
+				PollInterval: 10 * time.Millisecond}
+			p, err := processor.New(s, reg, cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := p.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			for range b.N {
+				<-done
+			}
+			for p.Stats().Succeeded < int64(b.N) {
+				time.Sleep(100 * time.Microsecond)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+			_ = p.Stop(context.Background())
+		})
+	}
+}
+
+// BenchmarkStoreCallsPerJob: store calls the processor makes per job for
+// jobs shorter than a heartbeat, claiming 20 at a time. Aim: <= 2.2.
+func BenchmarkStoreCallsPerJob(b *testing.B) {
+	mem := newMem()
+	fill(b, mem, b.N)
+	s := newCountingStore(mem)
+	reg := processor.NewRegistry()
+	reg.MustHandle("noop", func(context.Context, *processor.Job) error { return nil })
+	p, err := processor.New(s, reg, processor.Config{WorkerID: "bench", Concurrency: 8, BatchSize: 20, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for p.Stats().Succeeded < int64(b.N) {
+		time.Sleep(200 * time.Microsecond)
+	}
+	b.StopTimer()
+	_ = p.Stop(context.Background())
+	all := s.count("claim", "start", "heartbeat", "complete", "retry", "deadletter", "release", "queues")
+	b.ReportMetric(float64(all)/float64(b.N), "calls/job")
+	b.ReportMetric(float64(s.count("claim"))/float64(b.N), "claims/job")
+}
+
+// BenchmarkHeartbeat10kInFlight: 10,000 running jobs heartbeat on a schedule
+// scaled down 100x (80-120ms instead of 8-12s; the ratio of calls to beats
+// does not depend on the scale). One op is one mean beat interval. Aim:
+// at most 0.01 store calls per beat.
+func BenchmarkHeartbeat10kInFlight(b *testing.B) {
+	const inFlight = 10000
+	mem := newMem()
+	fill(b, mem, inFlight)
+	release := make(chan struct{})
+	reg := processor.NewRegistry()
+	reg.MustHandle("noop", func(ctx context.Context, _ *processor.Job) error {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	p, err := processor.New(mem, reg, processor.Config{WorkerID: "bench", Concurrency: inFlight, PrefetchSize: inFlight, BatchSize: 1000,
+		PollInterval: 10 * time.Millisecond, HeartbeatIntervalMin: 80 * time.Millisecond, HeartbeatIntervalMax: 120 * time.Millisecond,
+		FetchedJobTimeout: time.Minute, ShutdownTimeout: time.Second})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	for p.Stats().Running < inFlight {
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := p.Stats()
+	b.ResetTimer()
+	for range b.N {
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.StopTimer()
+	after := p.Stats()
+	close(release)
+	_ = p.Stop(context.Background())
+	calls, beats := after.HeartbeatCalls-before.HeartbeatCalls, after.HeartbeatBeats-before.HeartbeatBeats
+	if beats == 0 {
+		b.Fatal("no beats")
+	}
+	b.ReportMetric(float64(calls)/float64(beats), "calls/beat")
+	b.ReportMetric(float64(beats)/float64(b.N)/inFlight, "beats/job/interval")
+	// At the real 8-12s schedule the same ratio gives this many calls per second.
+	b.ReportMetric(float64(calls)/b.Elapsed().Seconds()/100, "calls/s@8-12s")
+}
