@@ -441,3 +441,113 @@ func TestPausedQueueReleasesItsBufferedJobs(t *testing.T) {
 		}
 	})
 }
+
+// TestLostLeaseCancelsTheHandler: rescue takes a job away from a live
+// worker (its queue's zombie timeout is shorter than the heartbeat
+// interval); the next beat updates nothing, the handler's context is
+// cancelled, and the processor writes nothing for the job.
+func TestLostLeaseCancelsTheHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMem()
+		if _, err := s.UpdateQueue(t.Context(), "tight", jobs.QueueUpdate{ZombieTimeoutSeconds: ptr(5)}); err != nil {
+			t.Fatal(err)
+		}
+		id := enqueue(t, s, jobs.EnqueueParams{Type: "h", Queue: "tight"})
+		cancelled := make(chan time.Duration, 1)
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			began := time.Now()
+			select {
+			case <-ctx.Done():
+				cancelled <- time.Since(began)
+				return ctx.Err()
+			case <-time.After(time.Hour):
+				return nil
+			}
+		})
+		cfg := testConfig()
+		cfg.Queues = []string{"tight"}
+		p := startProcessor(t, s, reg, cfg)
+		startRescue(t, s, zombie.Config{ScanInterval: time.Second})
+		select {
+		case after := <-cancelled:
+			if after > 15*time.Second {
+				t.Fatalf("handler cancelled after %v, want at the first beat after the rescue", after)
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("the handler's context was not cancelled when its lease was lost")
+		}
+		waitFor(t, time.Minute, "lease lost counted", func() bool { return p.Stats().LeaseLost == 1 })
+		stop(t, p)
+		j := get(t, s, id)
+		if j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonZombie || j.AttemptCount != 1 {
+			t.Fatalf("job %+v, want left as the rescue's zombie dead letter", j)
+		}
+		if st := p.Stats(); st.Retried+st.DeadLettered+st.Succeeded != 0 {
+			t.Fatalf("the processor wrote an outcome after losing the lease: %+v", st)
+		}
+	})
+}
+
+// gatedClaimStore lets the first claim through and then holds every claim
+// until the gate opens: a fetch loop stuck in a slow claim.
+type gatedClaimStore struct {
+	jobs.Store
+	claims atomic.Int64
+	gate   chan struct{}
+}
+
+func (g *gatedClaimStore) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	if g.claims.Add(1) > 1 {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return g.Store.Claim(ctx, p)
+}
+
+// TestStaleBufferedJobsAreReleasedNotStarted: jobs that waited in the buffer
+// more than half of FetchedJobTimeout are given back, not started, so rescue
+// phase 1 never races a live worker. Here the fetch loop is stuck in a slow
+// claim, so the worker itself must notice.
+func TestStaleBufferedJobsAreReleasedNotStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		var ids []int64
+		for range 3 {
+			ids = append(ids, enqueue(t, mem, jobs.EnqueueParams{Type: "h"}))
+		}
+		s := &gatedClaimStore{Store: mem, gate: make(chan struct{})}
+		started := make(chan int64, 10)
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			started <- j.ID
+			if j.ID == ids[0] {
+				time.Sleep(6 * time.Minute) // longer than half of FetchedJobTimeout
+			}
+			return nil
+		})
+		cfg := testConfig()
+		cfg.Concurrency = 1
+		p := startProcessor(t, s, reg, cfg)
+		if first := <-started; first != ids[0] {
+			t.Fatalf("first started %d", first)
+		}
+		waitFor(t, 10*time.Minute, "the stale jobs released", func() bool { return p.Stats().Released == 2 })
+		select {
+		case id := <-started:
+			t.Fatalf("job %d started after waiting more than half of FetchedJobTimeout", id)
+		default:
+		}
+		for _, id := range ids[1:] {
+			if j := get(t, mem, id); j.Status != jobs.StatusPending || j.AttemptCount != 0 {
+				t.Fatalf("released job %+v, want Pending with no attempt", j)
+			}
+		}
+		close(s.gate)
+		waitFor(t, time.Minute, "all archived", func() bool { return countIn(t, mem, jobs.TableArchive) == 3 })
+		stop(t, p)
+	})
+}
