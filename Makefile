@@ -6,7 +6,7 @@ SQLSERVER_IMAGE := mcr.microsoft.com/mssql/server:2022-latest
 SQLSERVER_NAME  := chokaq-sqlserver
 SQLSERVER_ENV   := .sqlserver.env
 
-.PHONY: test fmt-check vet staticcheck race test-sqlserver sqlserver-up sqlserver-down bench
+.PHONY: test fmt-check vet staticcheck race test-sqlserver sqlserver-up sqlserver-down bench run
 
 ## test: formatting, vet, staticcheck and every test with the race detector.
 test: fmt-check vet staticcheck race
@@ -51,3 +51,8 @@ sqlserver-down:
 ## bench: every benchmark, 5 runs each, for benchstat.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee bench.out
+
+## run: the demo on the in-memory store (or on SQL Server when
+## CHOKAQ__CONNECTIONSTRING is set); finishes by itself in about 15 seconds.
+run:
+	$(GO) run ./cmd/chokaq demo

@@ -32,6 +32,9 @@ type Config struct {
 	Migrate bool
 	// Limits apply to every enqueue.
 	Limits jobs.Limits
+	// DefaultMaxAttempts fills EnqueueParams.MaxAttempts when it is 0
+	// (Retry.MaxAttempts in appsettings; jobs.DefaultMaxAttempts if unset).
+	DefaultMaxAttempts int
 
 	Processor processor.Config
 	Rescue    zombie.Config
@@ -180,9 +183,16 @@ func (c *Client) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+func (c *Client) withDefaults(p jobs.EnqueueParams) jobs.EnqueueParams {
+	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
+		p.MaxAttempts = c.cfg.DefaultMaxAttempts
+	}
+	return p
+}
+
 // Enqueue adds a job and wakes this process's processor.
 func (c *Client) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	r, err := c.store.Enqueue(ctx, p)
+	r, err := c.store.Enqueue(ctx, c.withDefaults(p))
 	if err == nil {
 		c.notify()
 	}
@@ -191,7 +201,11 @@ func (c *Client) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.Enqueu
 
 // EnqueueMany adds jobs atomically and wakes this process's processor.
 func (c *Client) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
-	r, err := c.store.EnqueueMany(ctx, ps)
+	filled := make([]jobs.EnqueueParams, len(ps))
+	for i, p := range ps {
+		filled[i] = c.withDefaults(p)
+	}
+	r, err := c.store.EnqueueMany(ctx, filled)
 	if err == nil {
 		c.notify()
 	}
@@ -204,7 +218,7 @@ func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams
 	if c.sql == nil {
 		return jobs.EnqueueResult{}, ErrTxUnsupported
 	}
-	return c.sql.EnqueueTx(ctx, tx, p)
+	return c.sql.EnqueueTx(ctx, tx, c.withDefaults(p))
 }
 
 func (c *Client) notify() {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/config"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 )
@@ -50,5 +51,28 @@ func TestClientRefusesWhatItsStoreCannotDo(t *testing.T) {
 	}
 	if _, err := chokaq.New(ctx, chokaq.Config{Processor: processor.Config{Concurrency: -1}}, processor.NewRegistry()); err == nil {
 		t.Fatal("bad processor config accepted")
+	}
+}
+
+func TestFromSettings(t *testing.T) {
+	s := config.Default()
+	s.Retry.MaxAttempts = 7
+	s.Execution.Concurrency = 3
+	s.Queues = []string{"mail"}
+	c := chokaq.FromSettings(s)
+	if c.ConnectionString != "" || c.DefaultMaxAttempts != 7 || c.Processor.Concurrency != 3 || c.Processor.Queues[0] != "mail" {
+		t.Fatalf("FromSettings = %+v", c)
+	}
+	reg := processor.NewRegistry()
+	client, err := chokaq.New(context.Background(), c, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.Enqueue(context.Background(), jobs.EnqueueParams{Type: "t", Queue: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := client.Store().GetJob(context.Background(), r.ID); j.MaxAttempts != 7 {
+		t.Fatalf("Retry.MaxAttempts did not become the enqueue default: %d", j.MaxAttempts)
 	}
 }

@@ -2,9 +2,7 @@ package processor_test
 
 import (
 	"context"
-	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,72 +115,6 @@ func countIn(t *testing.T, s jobs.Store, table jobs.Table) int64 {
 		t.Fatal(err)
 	}
 	return n
-}
-
-// severableStore stands for a worker process that crashed or lost its
-// database: once cut, every call it makes fails, while the real store (and
-// everyone else using it) carries on.
-type severableStore struct {
-	jobs.Store
-	cut atomic.Bool
-}
-
-var errSevered = errors.New("connection to the store lost")
-
-func (s *severableStore) check() error {
-	if s.cut.Load() {
-		return errSevered
-	}
-	return nil
-}
-
-func (s *severableStore) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	return s.Store.Claim(ctx, p)
-}
-func (s *severableStore) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
-	if err := s.check(); err != nil {
-		return jobs.Started{}, err
-	}
-	return s.Store.Start(ctx, r, p)
-}
-func (s *severableStore) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	return s.Store.Heartbeat(ctx, refs)
-}
-func (s *severableStore) Complete(ctx context.Context, r jobs.LeaseRef) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	return s.Store.Complete(ctx, r)
-}
-func (s *severableStore) Retry(ctx context.Context, r jobs.LeaseRef, p jobs.RetryParams) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	return s.Store.Retry(ctx, r, p)
-}
-func (s *severableStore) DeadLetter(ctx context.Context, r jobs.LeaseRef, p jobs.DeadLetterParams) error {
-	if err := s.check(); err != nil {
-		return err
-	}
-	return s.Store.DeadLetter(ctx, r, p)
-}
-func (s *severableStore) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) {
-	if err := s.check(); err != nil {
-		return 0, err
-	}
-	return s.Store.Release(ctx, refs)
-}
-func (s *severableStore) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
-	if err := s.check(); err != nil {
-		return nil, err
-	}
-	return s.Store.Queues(ctx)
 }
 
 // countingStore counts the calls a processor makes.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/zombie"
 )
@@ -40,7 +41,7 @@ func TestWorkerThatDiesMidJobIsRescued(t *testing.T) {
 		for range 5 {
 			enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
 		}
-		dying := &severableStore{Store: mem}
+		dying := faultstore.New(mem)
 		block := newBlockingHandler()
 		reg := processor.NewRegistry()
 		reg.MustHandle("h", block.handle)
@@ -49,7 +50,7 @@ func TestWorkerThatDiesMidJobIsRescued(t *testing.T) {
 		p := startProcessor(t, dying, reg, cfg)
 		running := <-block.started
 		waitFor(t, time.Minute, "the rest buffered", func() bool { return p.Stats().Buffered == 4 })
-		dying.cut.Store(true) // the worker is gone as far as the store can tell
+		dying.Cut() // the worker is gone as far as the store can tell
 
 		rescue := startRescue(t, mem, zombie.Config{})
 		waitFor(t, 15*time.Minute, "phase 1 and 2", func() bool {
@@ -171,7 +172,7 @@ func TestPerQueueZombieTimeoutAppliesOnlyToItsQueue(t *testing.T) {
 		}
 		fast := enqueue(t, mem, jobs.EnqueueParams{Type: "h", Queue: "fast"})
 		slow := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
-		dying := &severableStore{Store: mem}
+		dying := faultstore.New(mem)
 		block := newBlockingHandler()
 		reg := processor.NewRegistry()
 		reg.MustHandle("h", block.handle)
@@ -180,7 +181,7 @@ func TestPerQueueZombieTimeoutAppliesOnlyToItsQueue(t *testing.T) {
 		p := startProcessor(t, dying, reg, cfg)
 		<-block.started
 		<-block.started
-		dying.cut.Store(true)
+		dying.Cut()
 		startRescue(t, mem, zombie.Config{ScanInterval: 5 * time.Second})
 		waitFor(t, 3*time.Minute, "fast queue's zombie", inTable(mem, fast, jobs.TableDLQ))
 		if get(t, mem, slow).Table != jobs.TableHot {
@@ -308,17 +309,12 @@ func TestShutdownAbandonsAHandlerThatNeverReturns(t *testing.T) {
 	})
 }
 
-// flakyStore fails every call while down is set.
-type flakyStore struct {
-	severableStore
-}
-
 // TestStoreOutageOf30Seconds: every store call fails for 30s; the processor
 // keeps running, resumes by itself and loses nothing.
 func TestStoreOutageOf30Seconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newMem()
-		s := &flakyStore{severableStore{Store: mem}}
+		s := faultstore.New(mem)
 		var runs atomic.Int64
 		reg := processor.NewRegistry()
 		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
@@ -331,12 +327,12 @@ func TestStoreOutageOf30Seconds(t *testing.T) {
 		}
 		p := startProcessor(t, s, reg, testConfig())
 		time.Sleep(3 * time.Second)
-		s.cut.Store(true)
+		s.Cut()
 		time.Sleep(30 * time.Second)
 		if st := p.Stats(); st.StoreErrors == 0 {
 			t.Fatalf("no store errors seen during the outage: %+v", st)
 		}
-		s.cut.Store(false)
+		s.Restore()
 		waitFor(t, 5*time.Minute, "all archived after the outage", func() bool { return countIn(t, mem, jobs.TableArchive) == 40 })
 		stop(t, p)
 		if n := countIn(t, mem, jobs.TableDLQ) + countIn(t, mem, jobs.TableHot); n != 0 {

@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/chokaq/chokaq-go/config"
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/schema"
+	"github.com/chokaq/chokaq-go/sqlserver"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
+)
+
+// usageError marks an error that is the caller's input, not the system's.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usage(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
+
+// errNeedsSQLServer: the command needs a database and none is configured.
+var errNeedsSQLServer = errors.New("this command needs SQL Server: set ChokaQ.ConnectionString in appsettings.yaml, " +
+	"the CHOKAQ__CONNECTIONSTRING environment variable, or --connection-string")
+
+// app is one invocation of the command.
+type app struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	env            []string
+
+	// Global flags.
+	configDir, configFile, environment string
+	sets                               []string
+	connectionString, schemaName       string
+	output                             string
+	logLevel                           string
+
+	cfg *config.Config
+	log *zap.Logger
+	// newMemStore makes the store of a memory-backed command; tests share one.
+	newMemStore func() jobs.Store
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
+	return runWith(ctx, args, stdin, stdout, stderr, env, func() jobs.Store { return memstore.New() })
+}
+
+// runWith is run with the in-memory store chosen by the caller, so tests
+// can look at one store across several commands.
+func runWith(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string, newMemStore func() jobs.Store) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, env: env, newMemStore: newMemStore}
+	return a.execute(ctx, args)
+}
+
+func (a *app) execute(ctx context.Context, args []string) int {
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	err := root.ExecuteContext(ctx)
+	if a.log != nil {
+		_ = a.log.Sync()
+	}
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(a.stderr, "chokaq: "+a.redact(err.Error()))
+	if isUsage(err) {
+		return exitUsage
+	}
+	return exitRuntime
+}
+
+func isUsage(err error) bool {
+	var ue *usageError
+	return errors.As(err, &ue) || errors.Is(err, config.ErrInvalid) || errors.Is(err, config.ErrSyntax) ||
+		errors.Is(err, errNeedsSQLServer) || errors.Is(err, jobs.ErrInvalidArgument) ||
+		errors.Is(err, jobs.ErrEmptyFilter) || errors.Is(err, schema.ErrInvalidName)
+}
+
+// redact removes the connection string's password from text that reaches
+// the terminal, whatever produced it.
+func (a *app) redact(s string) string {
+	cs := a.connectionString
+	if a.cfg != nil && a.cfg.ConnectionString != "" {
+		cs = a.cfg.ConnectionString
+	}
+	if cs == "" {
+		return s
+	}
+	return sqlserver.RedactError(errors.New(s), cs).Error()
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "chokaq",
+		Short:         "Operate chokaq-go: migrations, jobs, dead letters, queues, rescue, demo",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmd.Help()
+		},
+	}
+	f := root.PersistentFlags()
+	f.StringVar(&a.configDir, "config-dir", ".", "directory of appsettings.yaml")
+	f.StringVar(&a.configFile, "config", "", "explicit appsettings file (must exist)")
+	f.StringVar(&a.environment, "environment", "", "environment overlay: appsettings.<environment>.yaml (default $CHOKAQ_ENVIRONMENT)")
+	f.StringArrayVar(&a.sets, "set", nil, "override a setting, e.g. --set Execution.Concurrency=4 (repeatable)")
+	f.StringVar(&a.connectionString, "connection-string", "", "SQL Server connection string (overrides ChokaQ.ConnectionString)")
+	f.StringVar(&a.schemaName, "schema", "", "SQL Server schema (overrides ChokaQ.Schema)")
+	f.StringVarP(&a.output, "output", "o", "table", "output format: table or json")
+	f.StringVar(&a.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return &usageError{err} })
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if a.output != "table" && a.output != "json" {
+			return usage("--output %q: must be table or json", a.output)
+		}
+		var lvl zapcore.Level
+		if err := lvl.UnmarshalText([]byte(a.logLevel)); err != nil {
+			return usage("--log-level %q: must be debug, info, warn or error", a.logLevel)
+		}
+		enc := zap.NewDevelopmentEncoderConfig()
+		enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		a.log = zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(a.stderr), lvl))
+		return nil
+	}
+	root.AddCommand(a.versionCommand(), a.migrateCommand(), a.enqueueCommand(), a.dlqCommand(), a.queuesCommand(),
+		a.statsCommand(), a.rescueCommand(), a.demoCommand(), a.configCommand())
+	// Unknown subcommands and wrong argument counts are usage errors too.
+	markUsage(root)
+	return root
+}
+
+// markUsage makes argument-count errors of a command tree usage errors.
+func markUsage(c *cobra.Command) {
+	if c.Args != nil {
+		check := c.Args
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				return &usageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range c.Commands() {
+		markUsage(sub)
+	}
+}
+
+// loadConfig reads appsettings and applies the global flags over it.
+func (a *app) loadConfig() (*config.Config, error) {
+	if a.cfg != nil {
+		return a.cfg, nil
+	}
+	overrides := map[string]string{}
+	for _, s := range a.sets {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok || k == "" {
+			return nil, usage("--set %q: want Key=Value, e.g. Execution.Concurrency=4", s)
+		}
+		overrides[k] = v
+	}
+	if a.connectionString != "" {
+		overrides["ConnectionString"] = a.connectionString
+	}
+	if a.schemaName != "" {
+		overrides["Schema"] = a.schemaName
+	}
+	cfg, err := config.Load(config.Options{Dir: a.configDir, File: a.configFile, Environment: a.environment, Env: a.env, Overrides: overrides})
+	if err != nil {
+		return nil, err
+	}
+	a.cfg = cfg
+	return cfg, nil
+}
+
+// openStore opens the configured store. needSQL refuses the in-memory
+// store for commands that make no sense without a database.
+func (a *app) openStore(ctx context.Context, needSQL bool) (jobs.Store, func(), error) {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return nil, nil, err
+	}
+	if cfg.StorageKind() == config.StorageMemory {
+		if needSQL {
+			return nil, nil, errNeedsSQLServer
+		}
+		return a.newMemStore(), func() {}, nil
+	}
+	s, err := sqlserver.Open(ctx, cfg.ConnectionString, sqlserver.WithSchema(cfg.Schema), sqlserver.WithLogger(a.log))
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot reach SQL Server at %s: %w", sqlserver.RedactDSN(cfg.ConnectionString), err)
+	}
+	if err := s.CheckSchema(ctx); err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
+}
+
+// print writes v as JSON, or calls table to write a human table.
+func (a *app) print(v any, table func(w *tabwriter.Writer)) error {
+	if a.output == "json" {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	w := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	table(w)
+	return w.Flush()
+}
+
+// say prints a human line; in JSON mode human lines go to stderr so stdout
+// stays machine-readable.
+func (a *app) say(format string, args ...any) {
+	out := a.stdout
+	if a.output == "json" {
+		out = a.stderr
+	}
+	fmt.Fprintf(out, format+"\n", args...)
+}

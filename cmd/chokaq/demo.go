@@ -1,0 +1,304 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/faultstore"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/schema"
+	"github.com/chokaq/chokaq-go/sqlserver"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// The demo's two queues differ in their zombie timeouts; the fast one also
+// has a short execution timeout for the hanging handler.
+const (
+	demoFast = "demo-fast"
+	demoSlow = "demo-slow"
+)
+
+// demoSummary is what the demo proves, printed at the end.
+type demoSummary struct {
+	Store              string        `json:"store"`
+	Enqueued           int           `json:"enqueued"`
+	Processed          int64         `json:"processed"`
+	Retried            int64         `json:"retried"`
+	RecoveredFetched   int64         `json:"recovered_from_fetched"`
+	DeadZombie         int64         `json:"dead_lettered_zombie"`
+	DeadTimeout        int64         `json:"dead_lettered_timeout"`
+	ResurrectedJob     int64         `json:"resurrected_job"`
+	ResurrectedOutcome string        `json:"resurrected_outcome"`
+	Took               time.Duration `json:"took_ns"`
+}
+
+func (a *app) demoCommand() *cobra.Command {
+	var limit time.Duration
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run a mixed workload with a dying worker and a hanging handler, then show rescue and resurrect",
+		Long: `demo runs on the in-memory store, or on SQL Server (migrating first) when a
+connection string is configured. It enqueues a mixed workload on two queues
+with different zombie timeouts, runs a processor and the rescue loop with
+short timeouts, kills one worker in the middle of a job and lets one handler
+hang, prints live progress, then resurrects the zombie and shows it succeed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), limit)
+			defer cancel()
+			return a.runDemo(ctx)
+		},
+	}
+	c.Flags().DurationVar(&limit, "timeout", 55*time.Second, "give up after this long")
+	return c
+}
+
+func (a *app) runDemo(ctx context.Context) error {
+	started := time.Now()
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	var store jobs.Store
+	sum := demoSummary{Store: "in-memory"}
+	if cfg.StorageKind() == "sqlserver" {
+		if cfg.ConnectionString == "" {
+			return errNeedsSQLServer
+		}
+		a.say("migrating schema %s ...", cfg.Schema)
+		if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
+			return fmt.Errorf("migrate: %w", sqlserver.RedactError(err, cfg.ConnectionString))
+		}
+		s, closeStore, err := a.openStore(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		store, sum.Store = s, "SQL Server ("+sqlserver.RedactDSN(cfg.ConnectionString)+")"
+	} else {
+		store = a.newMemStore()
+	}
+	a.say("chokaq demo on the %s store", sum.Store)
+	for q, u := range map[string]jobs.QueueUpdate{
+		demoFast: {ZombieTimeoutSeconds: intPtr(4), ExecutionTimeoutSeconds: intPtr(5)},
+		demoSlow: {ZombieTimeoutSeconds: intPtr(6), ExecutionTimeoutSeconds: intPtr(0)},
+	} {
+		if _, err := store.UpdateQueue(ctx, q, u); err != nil {
+			return err
+		}
+	}
+
+	// end releases every handler that is still blocked when the demo ends.
+	end := make(chan struct{})
+	var endOnce sync.Once
+	finish := func() { endOnce.Do(func() { close(end) }) }
+	defer finish()
+
+	pcfg := processor.Config{
+		Queues: []string{demoFast, demoSlow}, Concurrency: 8, PrefetchSize: 16, BatchSize: 8,
+		PollInterval: 200 * time.Millisecond, DefaultTimeout: 30 * time.Second,
+		HeartbeatIntervalMin: 500 * time.Millisecond, HeartbeatIntervalMax: time.Second,
+		ShutdownTimeout: 2 * time.Second, FetchedJobTimeout: 3 * time.Second,
+		Retry:  processor.RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, BackoffMultiplier: 2, JitterMaxDelay: 200 * time.Millisecond},
+		Logger: a.log,
+	}
+	var ids []int64
+	enqueue := func(n int, p jobs.EnqueueParams) error {
+		ps := make([]jobs.EnqueueParams, n)
+		for i := range ps {
+			ps[i] = p
+			ps[i].CreatedBy = "chokaq demo"
+		}
+		rs, err := store.EnqueueMany(ctx, ps)
+		for _, r := range rs {
+			ids = append(ids, r.ID)
+		}
+		return err
+	}
+
+	// 1. A worker takes three reports, starts one and dies mid-job.
+	if err := enqueue(3, jobs.EnqueueParams{Queue: demoSlow, Type: "report.build", Payload: []byte(`{"report":"monthly"}`)}); err != nil {
+		return err
+	}
+	doomedStore := faultstore.New(store)
+	died := make(chan int64, 1)
+	doomedReg := processor.NewRegistry()
+	doomedReg.MustHandle("report.build", func(ctx context.Context, j *processor.Job) error {
+		doomedStore.Cut() // from here on the store never hears from this worker again
+		died <- j.ID
+		<-end
+		return nil
+	})
+	dcfg := pcfg
+	dcfg.WorkerID, dcfg.Queues, dcfg.Concurrency, dcfg.PrefetchSize, dcfg.BatchSize = "worker-doomed", []string{demoSlow}, 1, 3, 3
+	// The dead worker's own complaints (failed beats and claims) would drown
+	// the demo; only its errors are shown.
+	dcfg.Logger = a.log.Named("doomed").WithOptions(zap.IncreaseLevel(zapcore.ErrorLevel))
+	doomed, err := processor.New(doomedStore, doomedReg, dcfg)
+	if err != nil {
+		return err
+	}
+	if err := doomed.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_ = doomed.Stop(stopCtx)
+	}()
+	var killed int64
+	select {
+	case killed = <-died:
+	case <-ctx.Done():
+		return fmt.Errorf("demo: the doomed worker never started: %w", ctx.Err())
+	}
+	a.say("worker-doomed died while running job %d, holding %d more in its buffer", killed, doomed.Stats().Buffered)
+
+	// 2. The healthy worker and the rescue loop.
+	reg := processor.NewRegistry()
+	reg.MustHandle("email.send", func(ctx context.Context, j *processor.Job) error {
+		return sleepCtx(ctx, time.Duration(50+rand.IntN(250))*time.Millisecond)
+	})
+	reg.MustHandle("payment.sync", func(ctx context.Context, j *processor.Job) error {
+		if j.Attempt == 1 {
+			return errors.New("payment gateway timeout (demo: fails once)")
+		}
+		return sleepCtx(ctx, 100*time.Millisecond)
+	})
+	reg.MustHandle("report.build", func(ctx context.Context, j *processor.Job) error {
+		return sleepCtx(ctx, 300*time.Millisecond)
+	})
+	reg.MustHandle("video.encode", func(ctx context.Context, j *processor.Job) error {
+		<-end // hangs, ignoring its context, while its process keeps heartbeating
+		return nil
+	})
+	hcfg := pcfg
+	hcfg.WorkerID = "worker-healthy"
+	healthy, err := processor.New(store, reg, hcfg)
+	if err != nil {
+		return err
+	}
+	rescuer, err := zombie.New(store, zombie.Config{ScanInterval: time.Second, FetchedJobTimeout: 3 * time.Second,
+		ProcessingZombieTimeout: 10 * time.Second, Logger: a.log.Named("rescue")})
+	if err != nil {
+		return err
+	}
+	if err := rescuer.Start(ctx); err != nil {
+		return err
+	}
+	defer rescuer.Stop(context.Background())
+	if err := healthy.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		finish()
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = healthy.Stop(stopCtx)
+	}()
+	for _, w := range []struct {
+		n int
+		p jobs.EnqueueParams
+	}{
+		{20, jobs.EnqueueParams{Queue: demoFast, Type: "email.send", Payload: []byte(`{"to":"someone@example.com"}`)}},
+		{20, jobs.EnqueueParams{Queue: demoSlow, Type: "email.send", Payload: []byte(`{"to":"someone@example.com"}`)}},
+		{10, jobs.EnqueueParams{Queue: demoSlow, Type: "payment.sync", Payload: []byte(`{"invoice":42}`)}},
+		{1, jobs.EnqueueParams{Queue: demoFast, Type: "video.encode", Payload: []byte(`{"file":"big.mov"}`)}},
+	} {
+		if err := enqueue(w.n, w.p); err != nil {
+			return err
+		}
+		healthy.Notify()
+	}
+	sum.Enqueued = len(ids)
+	a.say("enqueued %d jobs on %s (zombie timeout 4s, execution timeout 5s) and %s (zombie timeout 6s)", len(ids), demoFast, demoSlow)
+
+	// 3. Live progress until every job settled: all archived but the two
+	// that must be dead-lettered.
+	count := func(t jobs.Table, f jobs.Filter) int64 {
+		f.IDs = ids
+		n, _ := store.CountJobs(ctx, t, f)
+		return n
+	}
+	zombieR, timeoutR := jobs.ReasonZombie, jobs.ReasonTimeout
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		arc, dlq := count(jobs.TableArchive, jobs.Filter{}), count(jobs.TableDLQ, jobs.Filter{})
+		rc := rescuer.Counters()
+		a.say("%5.1fs  hot %3d  archived %3d  dead-lettered %d  |  rescue: recovered %d, zombies %d, past deadline %d",
+			time.Since(started).Seconds(), int64(len(ids))-arc-dlq, arc, dlq, rc.Recovered, rc.Zombies, rc.Expired)
+		if arc == int64(len(ids))-2 && dlq == 2 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("demo did not settle in time: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	sum.DeadZombie = count(jobs.TableDLQ, jobs.Filter{Reason: &zombieR})
+	sum.DeadTimeout = count(jobs.TableDLQ, jobs.Filter{Reason: &timeoutR})
+
+	// 4. Resurrect the zombie and watch it succeed.
+	if n, err := store.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{killed}}}); err != nil || n != 1 {
+		return fmt.Errorf("resurrect job %d: moved %d: %w", killed, n, err)
+	}
+	healthy.Notify()
+	a.say("resurrected job %d (the zombie left by worker-doomed)", killed)
+	sum.ResurrectedJob = killed
+	for {
+		j, err := store.GetJob(ctx, killed)
+		if err != nil {
+			return err
+		}
+		if j.Table == jobs.TableArchive {
+			sum.ResurrectedOutcome = fmt.Sprintf("succeeded on attempt %d", j.AttemptCount)
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("resurrected job did not finish: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	sum.Processed = count(jobs.TableArchive, jobs.Filter{})
+	sum.Retried = healthy.Stats().Retried
+	sum.RecoveredFetched = rescuer.Counters().Recovered
+	sum.Took = time.Since(started).Round(time.Millisecond)
+	return a.print(sum, func(w *tabwriter.Writer) {
+		fmt.Fprintln(w, "\nSummary")
+		fmt.Fprintf(w, "  store\t%s\n", sum.Store)
+		fmt.Fprintf(w, "  enqueued\t%d\n", sum.Enqueued)
+		fmt.Fprintf(w, "  processed (archived)\t%d\n", sum.Processed)
+		fmt.Fprintf(w, "  retried\t%d\n", sum.Retried)
+		fmt.Fprintf(w, "  recovered from Fetched\t%d\n", sum.RecoveredFetched)
+		fmt.Fprintf(w, "  dead-lettered as Zombie\t%d\n", sum.DeadZombie)
+		fmt.Fprintf(w, "  dead-lettered as Timeout\t%d\n", sum.DeadTimeout)
+		fmt.Fprintf(w, "  resurrected job %d\t%s\n", sum.ResurrectedJob, sum.ResurrectedOutcome)
+		fmt.Fprintf(w, "  took\t%s\n", sum.Took)
+	})
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func intPtr(n int) *int { return &n }

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// filterFlags are the selection flags shared by list, resurrect and purge.
+type filterFlags struct {
+	queue, jobType, reason, from, to, text string
+	olderThan                              time.Duration
+}
+
+func (ff *filterFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&ff.queue, "queue", "", "only this queue")
+	f.StringVar(&ff.jobType, "type", "", "only this job type")
+	f.StringVar(&ff.reason, "reason", "", "only this failure reason (name or number: Zombie, 2, Timeout, 7, ...)")
+	f.StringVar(&ff.from, "from", "", "dead-lettered at or after (RFC 3339)")
+	f.StringVar(&ff.to, "to", "", "dead-lettered before (RFC 3339)")
+	f.StringVar(&ff.text, "text", "", "text in the type, error details or payload")
+	f.DurationVar(&ff.olderThan, "older-than", 0, "dead-lettered more than this long ago, e.g. 720h")
+}
+
+// build turns the flags and ID arguments into a filter; bad input is a
+// usage error naming the flag.
+func (ff *filterFlags) build(args []string) (jobs.Filter, error) {
+	f := jobs.Filter{Queue: ff.queue, Type: ff.jobType, Text: ff.text, OlderThan: ff.olderThan}
+	for _, a := range args {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id <= 0 {
+			return f, usage("job id %q: want a positive integer", a)
+		}
+		f.IDs = append(f.IDs, id)
+	}
+	if ff.reason != "" {
+		r, err := jobs.ParseFailureReason(ff.reason)
+		if err != nil {
+			return f, usage("--reason: %v", err)
+		}
+		f.Reason = &r
+	}
+	for _, t := range []struct {
+		flag, value string
+		into        *time.Time
+	}{{"--from", ff.from, &f.From}, {"--to", ff.to, &f.To}} {
+		if t.value == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339, t.value)
+		if err != nil {
+			return f, usage("%s %q: want RFC 3339, e.g. 2026-11-30T08:00:00Z", t.flag, t.value)
+		}
+		*t.into = v
+	}
+	if err := f.Validate(jobs.TableDLQ); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+func (a *app) dlqCommand() *cobra.Command {
+	c := &cobra.Command{Use: "dlq", Short: "Inspect, resurrect and purge dead letters", Args: cobra.NoArgs}
+	c.AddCommand(a.dlqListCommand(), a.dlqShowCommand(), a.dlqBulkCommand("resurrect"), a.dlqBulkCommand("purge"))
+	return c
+}
+
+func (a *app) dlqListCommand() *cobra.Command {
+	var ff filterFlags
+	var limit int
+	var before int64
+	c := &cobra.Command{
+		Use:   "list [flags]",
+		Short: "List dead letters, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := ff.build(nil)
+			if err != nil {
+				return err
+			}
+			s, closeStore, err := a.openStore(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			page, err := s.ListJobs(cmd.Context(), jobs.ListParams{Table: jobs.TableDLQ, Filter: f, Limit: limit, BeforeID: before})
+			if err != nil {
+				return err
+			}
+			return a.print(page, func(w *tabwriter.Writer) {
+				if len(page.Jobs) == 0 {
+					fmt.Fprintln(w, "no dead letters match")
+					return
+				}
+				fmt.Fprintln(w, "ID\tQUEUE\tTYPE\tREASON\tATTEMPTS\tDEAD-LETTERED\tERROR")
+				for _, j := range page.Jobs {
+					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Queue, j.Type, j.FailureReason, j.AttemptCount, j.MaxAttempts,
+						j.FinishedAt.Format(time.RFC3339), clip(firstLine(j.ErrorDetails), 60))
+				}
+				if page.NextBeforeID != 0 {
+					fmt.Fprintf(w, "more: --before %d\n", page.NextBeforeID)
+				}
+			})
+		},
+	}
+	ff.register(c.Flags())
+	c.Flags().IntVar(&limit, "limit", jobs.DefaultPageSize, "page size (at most 1000)")
+	c.Flags().Int64Var(&before, "before", 0, "continue below this ID (from the previous page)")
+	return c
+}
+
+func (a *app) dlqShowCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "show ID",
+		Short: "Show one job in full, wherever it is (hot, archive or dead-letter queue)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil || id <= 0 {
+				return usage("job id %q: want a positive integer", args[0])
+			}
+			s, closeStore, err := a.openStore(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			j, err := s.GetJob(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			return a.print(j, func(w *tabwriter.Writer) { writeJob(w, j) })
+		},
+	}
+}
+
+func writeJob(w *tabwriter.Writer, j *jobs.Job) {
+	row := func(k string, v any) { fmt.Fprintf(w, "%s\t%v\n", k, v) }
+	when := func(t time.Time) string {
+		if t.IsZero() {
+			return "-"
+		}
+		return t.Format(time.RFC3339Nano)
+	}
+	row("id", j.ID)
+	row("table", j.Table)
+	if j.Table == jobs.TableHot {
+		row("status", j.Status)
+	}
+	row("queue", j.Queue)
+	row("type", j.Type)
+	row("priority", j.Priority)
+	row("attempts", fmt.Sprintf("%d of %d", j.AttemptCount, j.MaxAttempts))
+	row("lease", j.Lease)
+	row("worker", orDefault(j.WorkerID, "-"))
+	row("idempotency key", orDefault(j.IdempotencyKey, "-"))
+	row("tags", orDefault(strings.Join(j.Tags, ","), "-"))
+	row("created by", orDefault(j.CreatedBy, "-"))
+	row("created", when(j.CreatedAt))
+	row("scheduled", when(j.ScheduledAt))
+	row("started", when(j.StartedAt))
+	row("heartbeat", when(j.HeartbeatAt))
+	row("deadline", when(j.DeadlineAt))
+	row("finished", when(j.FinishedAt))
+	if j.Table == jobs.TableDLQ {
+		row("reason", fmt.Sprintf("%s (%d)", j.FailureReason, int(j.FailureReason)))
+	}
+	if j.LastError != "" {
+		row("last error", firstLine(j.LastError))
+	}
+	row("payload", string(j.Payload))
+	w.Flush()
+	if j.ErrorDetails != "" {
+		fmt.Fprintf(w, "error details:\n%s\n", j.ErrorDetails)
+	}
+}
+
+// dlqBulkCommand builds resurrect and purge: by IDs or by filter, with a
+// count preview and a confirmation, in batches with progress.
+func (a *app) dlqBulkCommand(op string) *cobra.Command {
+	var ff filterFlags
+	var all, yes bool
+	var payload, payloadFile string
+	c := &cobra.Command{
+		Use:   op + " [ID...] [flags]",
+		Short: map[string]string{"resurrect": "Move dead letters back to Pending (attempts reset, same ID)", "purge": "Delete dead letters for good"}[op],
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f, err := ff.build(args)
+			if err != nil {
+				return err
+			}
+			if f.IsEmpty() && !all {
+				return usage("refusing to %s every dead letter: give IDs or a filter (--queue, --type, --reason, --from, --to, --text, --older-than), or --all", op)
+			}
+			var body []byte
+			if op == "resurrect" {
+				if body, err = a.readPayload(payload, payloadFile, cmd.Flags().Changed("payload")); err != nil {
+					return err
+				}
+			}
+			s, closeStore, err := a.openStore(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			n, err := s.CountJobs(cmd.Context(), jobs.TableDLQ, f)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				a.say("no dead letters match; nothing to %s", op)
+				return nil
+			}
+			if !yes {
+				if err := a.confirm(op, n); err != nil {
+					return err
+				}
+			}
+			done, err := a.bulk(cmd.Context(), s, op, f, n, body)
+			result := struct {
+				Operation string `json:"operation"`
+				Matched   int64  `json:"matched"`
+				Done      int    `json:"done"`
+			}{op, n, done}
+			if err != nil {
+				return fmt.Errorf("%s stopped after %d of %d dead letters: %w", op, done, n, err)
+			}
+			return a.print(result, func(w *tabwriter.Writer) {
+				verb := map[string]string{"resurrect": "resurrected", "purge": "purged"}[op]
+				fmt.Fprintf(w, "%s %d dead letters\n", verb, done)
+			})
+		},
+	}
+	ff.register(c.Flags())
+	c.Flags().BoolVar(&all, "all", false, "act on every dead letter when no IDs or filter are given")
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "do not ask for confirmation")
+	if op == "resurrect" {
+		c.Flags().StringVar(&payload, "payload", "", "replace the payload of every resurrected job (JSON)")
+		c.Flags().StringVar(&payloadFile, "payload-file", "", "replacement payload from a file, or stdin with -")
+	}
+	return c
+}
+
+// confirm asks the operator to type the number of jobs.
+func (a *app) confirm(op string, n int64) error {
+	fmt.Fprintf(a.stderr, "This will %s %d dead letters. Type %d to confirm: ", op, n, n)
+	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
+	if strings.TrimSpace(line) != strconv.FormatInt(n, 10) {
+		return fmt.Errorf("%s aborted: confirmation did not match (use --yes to skip it)", op)
+	}
+	return nil
+}
+
+// bulk works through the matching dead letters page by page, by ID, so the
+// operator sees progress and a failure reports how far it got.
+func (a *app) bulk(ctx context.Context, s jobs.Store, op string, f jobs.Filter, total int64, payload []byte) (int, error) {
+	const batch = 500
+	done := 0
+	var before int64
+	for {
+		page, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableDLQ, Filter: f, Limit: batch, BeforeID: before})
+		if err != nil {
+			return done, err
+		}
+		if len(page.Jobs) == 0 {
+			return done, nil
+		}
+		ids := make([]int64, len(page.Jobs))
+		for i, j := range page.Jobs {
+			ids[i] = j.ID
+		}
+		var n int
+		if op == "resurrect" {
+			n, err = s.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: ids}, Payload: payload})
+		} else {
+			n, err = s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: ids}})
+		}
+		done += n
+		if err != nil {
+			return done, err
+		}
+		if total > batch {
+			fmt.Fprintf(a.stderr, "%s: %d/%d\n", op, done, total)
+		}
+		if page.NextBeforeID == 0 {
+			return done, nil
+		}
+		before = page.NextBeforeID
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-3], "") + "..."
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
+)
+
+var binary string
+
+// TestMain builds the chokaq binary once; the bad-input and demo tests run
+// it as a user would.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "chokaq-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "chokaq")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		panic("build chokaq: " + err.Error())
+	}
+	code := sqlservertest.Main(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// runBinary runs the built command in an empty directory with a clean
+// environment (no CHOKAQ variables from the machine).
+func runBinary(t *testing.T, dir, stdin string, args ...string) result {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return result{code, out.String(), errb.String()}
+}
+
+// runIn runs the command in-process on a store the test keeps.
+func runIn(t *testing.T, store jobs.Store, stdin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	dir := t.TempDir()
+	args = append([]string{"--config-dir", dir}, args...)
+	code := runWith(context.Background(), args, strings.NewReader(stdin), &out, &errb, []string{}, func() jobs.Store { return store })
+	return result{code, out.String(), errb.String()}
+}
+
+func wantExit(t *testing.T, r result, code int, inStderr ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.stdout, r.stderr)
+	}
+	for _, s := range inStderr {
+		if !strings.Contains(r.stderr, s) {
+			t.Fatalf("stderr does not mention %q:\n%s", s, r.stderr)
+		}
+	}
+}
+
+func TestBadInputGivesOneMessageAndTheRightExitCode(t *testing.T) {
+	writeSettings := func(t *testing.T, yaml string) string {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "appsettings.yaml"), []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	cases := []struct {
+		name string
+		dir  func(t *testing.T) string
+		args []string
+		code int
+		want []string
+	}{
+		{"UnknownCommand", nil, []string{"frobnicate"}, exitUsage, []string{`unknown command "frobnicate"`}},
+		{"UnknownFlag", nil, []string{"stats", "--bogus"}, exitUsage, []string{"unknown flag: --bogus"}},
+		{"MissingArgument", nil, []string{"dlq", "show"}, exitUsage, []string{"accepts 1 arg"}},
+		{"BadOutputFormat", nil, []string{"stats", "-o", "xml"}, exitUsage, []string{"--output", "table or json"}},
+		{"YAMLSyntaxError", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurrency: [1,\n") }, []string{"stats"}, exitUsage, []string{"line"}},
+		{"WrongType", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurrency: ten\n") }, []string{"stats"}, exitUsage, []string{"Concurrency", "ten"}},
+		{"ValueOutOfRange", func(t *testing.T) string {
+			return writeSettings(t, "ChokaQ:\n  Execution:\n    HeartbeatIntervalMin: 20s\n")
+		}, []string{"stats"}, exitUsage, []string{"HeartbeatIntervalMin", "20s"}},
+		{"UnknownKeyWithSuggestion", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurency: 4\n") }, []string{"stats"}, exitUsage, []string{"did you mean", "Concurrency"}},
+		{"MissingConnectionString", nil, []string{"migrate", "up"}, exitUsage, []string{"needs SQL Server", "CHOKAQ__CONNECTIONSTRING"}},
+		{"UnreachableServer", nil, []string{"--connection-string", "sqlserver://sa:Sup3rSecret@127.0.0.1:1?dial+timeout=2&connection+timeout=3", "stats"}, exitRuntime, []string{"cannot reach SQL Server"}},
+		{"InvalidPayload", nil, []string{"enqueue", "--type", "t", "--payload", "{not json"}, exitUsage, []string{"not valid JSON"}},
+		{"NegativeDelay", nil, []string{"enqueue", "--type", "t", "--delay", "-5s"}, exitUsage, []string{"delay", "must not be negative"}},
+		{"BadReason", nil, []string{"dlq", "list", "--reason", "sleepy"}, exitUsage, []string{"--reason"}},
+		{"PurgeWithoutFilter", nil, []string{"dlq", "purge"}, exitUsage, []string{"refusing to purge every dead letter", "--all"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := ""
+			if c.dir != nil {
+				dir = c.dir(t)
+			}
+			r := runBinary(t, dir, "", c.args...)
+			wantExit(t, r, c.code, c.want...)
+			if n := strings.Count(strings.TrimSpace(r.stderr), "\n"); n > 0 && !strings.Contains(r.stderr, "error details") {
+				t.Fatalf("want one line of error, got %d:\n%s", n+1, r.stderr)
+			}
+			if strings.Contains(r.stderr+r.stdout, "Sup3rSecret") {
+				t.Fatalf("the password leaked:\n%s%s", r.stdout, r.stderr)
+			}
+		})
+	}
+}
+
+func TestDemoFinishesWithItsSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo takes about 15 seconds")
+	}
+	start := time.Now()
+	r := runBinary(t, "", "", "demo")
+	wantExit(t, r, exitOK)
+	for _, want := range []string{
+		"worker-doomed died while running job", "Summary", "processed (archived)", "retried",
+		"recovered from Fetched\t", "dead-lettered as Zombie", "dead-lettered as Timeout", "succeeded on attempt 1",
+	} {
+		if !strings.Contains(strings.ReplaceAll(r.stdout, "  ", "\t"), strings.TrimSuffix(want, "\t")) {
+			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "zombie rescue: recovered") {
+		t.Fatalf("the rescue loop's one-line sweep log is missing:\n%s", r.stderr)
+	}
+	if took := time.Since(start); took > time.Minute {
+		t.Fatalf("demo took %v, want under a minute", took)
+	}
+}
+
+func TestDemoJSONSummary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo takes about 15 seconds")
+	}
+	r := runBinary(t, "", "", "demo", "-o", "json")
+	wantExit(t, r, exitOK)
+	var sum demoSummary
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("stdout is not the JSON summary: %v\n%s", err, r.stdout)
+	}
+	if sum.DeadZombie != 1 || sum.DeadTimeout != 1 || sum.RecoveredFetched != 2 || sum.Retried < 10 ||
+		sum.Processed != int64(sum.Enqueued)-1 || sum.ResurrectedOutcome != "succeeded on attempt 1" {
+		t.Fatalf("summary %+v", sum)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := runBinary(t, "", "", "version")
+	wantExit(t, r, exitOK)
+	if !strings.Contains(r.stdout, "schema version") {
+		t.Fatalf("version output: %s", r.stdout)
+	}
+}
+
+func TestEnqueuePayloadSources(t *testing.T) {
+	s := memstore.New()
+	r := runIn(t, s, "", "enqueue", "--type", "mail", "--queue", "q1", "--payload", `{"a":1}`, "--priority", "5", "--tag", "x", "--key", "k1")
+	wantExit(t, r, exitOK)
+	file := filepath.Join(t.TempDir(), "p.json")
+	os.WriteFile(file, []byte(`{"from":"file"}`), 0o644)
+	wantExit(t, runIn(t, s, "", "enqueue", "--type", "mail", "--payload-file", file), exitOK)
+	wantExit(t, runIn(t, s, `{"from":"stdin"}`, "enqueue", "--type", "mail", "--payload-file", "-", "--delay", "1h"), exitOK)
+	dup := runIn(t, s, "", "enqueue", "--type", "mail", "--queue", "q1", "--key", "k1", "-o", "json")
+	wantExit(t, dup, exitOK)
+	var res jobs.EnqueueResult
+	if err := json.Unmarshal([]byte(dup.stdout), &res); err != nil || !res.Duplicate {
+		t.Fatalf("duplicate enqueue: %s %v", dup.stdout, err)
+	}
+	page, _ := s.ListJobs(context.Background(), jobs.ListParams{Table: jobs.TableHot})
+	if len(page.Jobs) != 3 {
+		t.Fatalf("%d jobs", len(page.Jobs))
+	}
+	payloads := map[string]bool{}
+	for _, j := range page.Jobs {
+		payloads[string(j.Payload)] = true
+	}
+	for _, p := range []string{`{"a":1}`, `{"from":"file"}`, `{"from":"stdin"}`} {
+		if !payloads[p] {
+			t.Fatalf("payload %s missing: %v", p, payloads)
+		}
+	}
+	wantExit(t, runIn(t, s, "", "enqueue", "--type", "mail", "--payload-file", "/no/such/file"), exitUsage, "--payload-file")
+}
+
+// deadLetters fills a store with n dead letters of queue q.
+func deadLetters(t *testing.T, s jobs.Store, q string, n int, reason jobs.FailureReason) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	var ids []int64
+	for range n {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Queue: q, Type: "mail.send", Payload: []byte(`{"to":"x"}`)}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{q}, Limit: 1})
+		if err != nil || len(got) != 1 {
+			t.Fatal(err)
+		}
+		if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeadLetter(ctx, got[0].Ref(), jobs.DeadLetterParams{Reason: reason, Details: "smtp refused\nstack..."}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, got[0].ID)
+	}
+	return ids
+}
+
+func TestDLQCommands(t *testing.T) {
+	s := memstore.New()
+	fatal := deadLetters(t, s, "mail", 3, jobs.ReasonFatal)
+	deadLetters(t, s, "billing", 2, jobs.ReasonZombie)
+
+	list := runIn(t, s, "", "dlq", "list", "--queue", "mail")
+	wantExit(t, list, exitOK)
+	if strings.Count(list.stdout, "mail.send") != 3 || !strings.Contains(list.stdout, "Fatal") {
+		t.Fatalf("list:\n%s", list.stdout)
+	}
+	var page jobs.JobPage
+	js := runIn(t, s, "", "dlq", "list", "--reason", "zombie", "-o", "json")
+	if err := json.Unmarshal([]byte(js.stdout), &page); err != nil || len(page.Jobs) != 2 {
+		t.Fatalf("json list: %v %s", err, js.stdout)
+	}
+	show := runIn(t, s, "", "dlq", "show", itoa(fatal[0]))
+	wantExit(t, show, exitOK)
+	for _, want := range []string{"smtp refused", `{"to":"x"}`, "Fatal (6)", "attempts"} {
+		if !strings.Contains(show.stdout, want) {
+			t.Fatalf("show lacks %q:\n%s", want, show.stdout)
+		}
+	}
+	wantExit(t, runIn(t, s, "", "dlq", "show", "999999"), exitRuntime, "not found")
+
+	// Resurrect by filter with --yes and an edited payload.
+	res := runIn(t, s, "", "dlq", "resurrect", "--queue", "billing", "--payload", `{"fixed":true}`, "--yes")
+	wantExit(t, res, exitOK)
+	if !strings.Contains(res.stdout, "resurrected 2 dead letters") {
+		t.Fatalf("resurrect: %s", res.stdout)
+	}
+	// Purge by IDs after a typed confirmation; a wrong one changes nothing.
+	wantExit(t, runIn(t, s, "1\n", "dlq", "purge", itoa(fatal[0]), itoa(fatal[1])), exitRuntime, "aborted")
+	if n, _ := s.CountJobs(context.Background(), jobs.TableDLQ, jobs.Filter{}); n != 3 {
+		t.Fatalf("a refused purge removed jobs: %d left", n)
+	}
+	p := runIn(t, s, "2\n", "dlq", "purge", itoa(fatal[0]), itoa(fatal[1]))
+	wantExit(t, p, exitOK, "Type 2 to confirm")
+	if !strings.Contains(p.stdout, "purged 2") {
+		t.Fatalf("purge: %s", p.stdout)
+	}
+	wantExit(t, runIn(t, s, "", "dlq", "purge", "--all", "-y"), exitOK)
+	if n, _ := s.CountJobs(context.Background(), jobs.TableDLQ, jobs.Filter{}); n != 0 {
+		t.Fatalf("%d left after purge --all", n)
+	}
+	hot, _ := s.ListJobs(context.Background(), jobs.ListParams{Table: jobs.TableHot})
+	if len(hot.Jobs) != 2 || string(hot.Jobs[0].Payload) != `{"fixed":true}` || hot.Jobs[0].AttemptCount != 0 {
+		t.Fatalf("resurrected jobs %+v", hot.Jobs)
+	}
+}
+
+func TestBulkShowsProgress(t *testing.T) {
+	s := memstore.New()
+	deadLetters(t, s, "bulk", 1200, jobs.ReasonFatal)
+	r := runIn(t, s, "", "dlq", "purge", "--queue", "bulk", "--yes")
+	wantExit(t, r, exitOK, "purge: 500/1200", "purge: 1000/1200", "purge: 1200/1200")
+}
+
+func TestQueuesAndStats(t *testing.T) {
+	s := memstore.New()
+	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--max-workers", "3", "--zombie-timeout", "2m"), exitOK)
+	wantExit(t, runIn(t, s, "", "queues", "pause", "mail"), exitOK)
+	list := runIn(t, s, "", "queues", "list")
+	wantExit(t, list, exitOK)
+	if !strings.Contains(list.stdout, "mail") || !strings.Contains(list.stdout, "true") || !strings.Contains(list.stdout, "2m0s") {
+		t.Fatalf("queues list:\n%s", list.stdout)
+	}
+	wantExit(t, runIn(t, s, "", "queues", "resume", "mail"), exitOK)
+	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--zombie-timeout", "1500ms"), exitUsage, "whole seconds")
+	wantExit(t, runIn(t, s, "", "queues", "set", "mail"), exitUsage, "nothing to set")
+	wantExit(t, runIn(t, s, "", "queues", "set", "bad queue!", "--max-workers", "1"), exitUsage, "queue")
+	deadLetters(t, s, "mail", 1, jobs.ReasonFatal)
+	s.Enqueue(context.Background(), jobs.EnqueueParams{Queue: "mail", Type: "t"})
+	st := runIn(t, s, "", "stats")
+	wantExit(t, st, exitOK)
+	if !strings.Contains(st.stdout, "DEAD-LETTERED") || !strings.Contains(st.stdout, "mail") {
+		t.Fatalf("stats:\n%s", st.stdout)
+	}
+	var stats []jobs.QueueStats
+	js := runIn(t, s, "", "stats", "-o", "json")
+	if err := json.Unmarshal([]byte(js.stdout), &stats); err != nil || len(stats) != 1 || stats[0].DeadLettered != 1 || stats[0].Pending != 1 {
+		t.Fatalf("stats json %v %s", err, js.stdout)
+	}
+}
+
+func TestRescueOnce(t *testing.T) {
+	clock := memstore.NewManualClock(time.Now())
+	s := memstore.New(memstore.WithClock(clock.Now))
+	ctx := context.Background()
+	s.Enqueue(ctx, jobs.EnqueueParams{Type: "t"})
+	s.Claim(ctx, jobs.ClaimParams{WorkerID: "gone", Queues: []string{"default"}, Limit: 1})
+	clock.Advance(11 * time.Minute)
+	r := runIn(t, s, "", "rescue")
+	wantExit(t, r, exitOK)
+	if !strings.Contains(r.stdout, "recovered 1 abandoned") {
+		t.Fatalf("rescue: %s", r.stdout)
+	}
+	wantExit(t, runIn(t, s, "", "rescue", "--loop"), exitUsage, "needs SQL Server")
+}
+
+func TestConfigShowRedactsPassword(t *testing.T) {
+	r := runBinary(t, "", "", "--connection-string", "sqlserver://sa:Sup3rSecret@db:1433?database=app", "config", "show")
+	wantExit(t, r, exitOK)
+	if strings.Contains(r.stdout, "Sup3rSecret") || !strings.Contains(r.stdout, "db:1433") {
+		t.Fatalf("config show:\n%s", r.stdout)
+	}
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestSQLServerMigrateAndOperate runs the SQL Server commands against a
+// real server (skipped without one).
+func TestSQLServerMigrateAndOperate(t *testing.T) {
+	dsn := sqlservertest.DSN(t)
+	name := sqlservertest.UniqueName("chokaq_cli")
+	t.Cleanup(func() { sqlservertest.DropSchema(t, dsn, name) })
+	cli := func(args ...string) result {
+		return runBinary(t, "", "", append([]string{"--connection-string", dsn, "--schema", name}, args...)...)
+	}
+	wantExit(t, cli("migrate", "status"), exitOK)
+	wantExit(t, cli("stats"), exitRuntime, "not migrated")
+	wantExit(t, cli("migrate", "up"), exitOK)
+	st := cli("migrate", "status", "-o", "json")
+	wantExit(t, st, exitOK)
+	if !strings.Contains(st.stdout, `"state": "up to date"`) {
+		t.Fatalf("status: %s", st.stdout)
+	}
+	wantExit(t, cli("enqueue", "--type", "t", "--payload", `{"a":1}`), exitOK)
+	wantExit(t, cli("queues", "set", "default", "--max-workers", "2"), exitOK)
+	wantExit(t, cli("rescue"), exitOK)
+	stats := cli("stats")
+	wantExit(t, stats, exitOK)
+	if !strings.Contains(stats.stdout, "default") {
+		t.Fatalf("stats: %s", stats.stdout)
+	}
+	wantExit(t, cli("migrate", "down"), exitOK)
+}

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+func (a *app) queuesCommand() *cobra.Command {
+	c := &cobra.Command{Use: "queues", Short: "List queues and change their controls", Args: cobra.NoArgs}
+	update := func(use, short string, u func(cmd *cobra.Command) (jobs.QueueUpdate, error)) *cobra.Command {
+		return &cobra.Command{
+			Use:   use,
+			Short: short,
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				upd, err := u(cmd)
+				if err != nil {
+					return err
+				}
+				s, closeStore, err := a.openStore(cmd.Context(), false)
+				if err != nil {
+					return err
+				}
+				defer closeStore()
+				q, err := s.UpdateQueue(cmd.Context(), args[0], upd)
+				if err != nil {
+					return err
+				}
+				return a.print(q, func(w *tabwriter.Writer) { writeQueues(w, []jobs.QueueSettings{q}) })
+			},
+		}
+	}
+	paused, resumed := true, false
+	set := update("set QUEUE [flags]", "Set MaxWorkers, zombie timeout and execution timeout (0 clears a setting)",
+		func(cmd *cobra.Command) (jobs.QueueUpdate, error) {
+			var u jobs.QueueUpdate
+			f := cmd.Flags()
+			if f.Changed("max-workers") {
+				n, _ := f.GetInt("max-workers")
+				u.MaxWorkers = &n
+			}
+			for _, d := range []struct {
+				flag string
+				into **int
+			}{{"zombie-timeout", &u.ZombieTimeoutSeconds}, {"execution-timeout", &u.ExecutionTimeoutSeconds}} {
+				if !f.Changed(d.flag) {
+					continue
+				}
+				v, _ := f.GetDuration(d.flag)
+				if v < 0 || v%time.Second != 0 {
+					return u, usage("--%s %v: want whole seconds, e.g. 90s (0 clears it)", d.flag, v)
+				}
+				secs := int(v / time.Second)
+				*d.into = &secs
+			}
+			if u == (jobs.QueueUpdate{}) {
+				return u, usage("nothing to set: give --max-workers, --zombie-timeout or --execution-timeout")
+			}
+			return u, nil
+		})
+	set.Flags().Int("max-workers", 0, "fleet-wide cap on Fetched plus Processing jobs (0: unlimited)")
+	set.Flags().Duration("zombie-timeout", 0, "heartbeat silence before rescue dead-letters a job (0: global)")
+	set.Flags().Duration("execution-timeout", 0, "hard deadline of one execution (0: the processor default)")
+	c.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List queue control rows",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, closeStore, err := a.openStore(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			qs, err := s.Queues(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.print(qs, func(w *tabwriter.Writer) {
+				if len(qs) == 0 {
+					fmt.Fprintln(w, "no queue settings (every queue runs with the defaults)")
+					return
+				}
+				writeQueues(w, qs)
+			})
+		},
+	},
+		update("pause QUEUE", "Stop claiming from a queue (running jobs finish; buffered ones are released)",
+			func(*cobra.Command) (jobs.QueueUpdate, error) { return jobs.QueueUpdate{Paused: &paused}, nil }),
+		update("resume QUEUE", "Resume claiming from a queue",
+			func(*cobra.Command) (jobs.QueueUpdate, error) { return jobs.QueueUpdate{Paused: &resumed}, nil }),
+		set)
+	return c
+}
+
+func writeQueues(w *tabwriter.Writer, qs []jobs.QueueSettings) {
+	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT")
+	for _, q := range qs {
+		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
+			secondsOr(q.ZombieTimeoutSeconds, "global"), secondsOr(q.ExecutionTimeoutSeconds, "default"))
+	}
+}
+
+func intOr(n int, zero string) string {
+	if n == 0 {
+		return zero
+	}
+	return fmt.Sprint(n)
+}
+
+func secondsOr(n int, zero string) string {
+	if n == 0 {
+		return zero
+	}
+	return (time.Duration(n) * time.Second).String()
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) statsCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stats",
+		Short: "Per-queue counts: pending, scheduled, fetched, processing, archived, dead-lettered, and lag",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, closeStore, err := a.openStore(cmd.Context(), false)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			st, err := s.QueueStats(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return a.print(st, func(w *tabwriter.Writer) {
+				if len(st) == 0 {
+					fmt.Fprintln(w, "no queues yet")
+					return
+				}
+				fmt.Fprintln(w, "QUEUE\tPAUSED\tPENDING\tSCHEDULED\tFETCHED\tPROCESSING\tARCHIVED\tDEAD-LETTERED\tLAG")
+				for _, q := range st {
+					fmt.Fprintf(w, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n", q.Queue, q.Paused, q.Pending, q.Scheduled, q.Fetched,
+						q.Processing, q.Archived, q.DeadLettered, q.Lag.Round(time.Millisecond))
+				}
+			})
+		},
+	}
+}

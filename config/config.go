@@ -1,0 +1,208 @@
+package config
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/schema"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// Storage kinds.
+const (
+	StorageSQLServer = "sqlserver"
+	StorageMemory    = "memory"
+)
+
+// Config is the ChokaQ section, merged from every source. Load returns it
+// validated; a Config built in code should be checked with Validate.
+type Config struct {
+	// Environment is the environment whose overlay file was applied, ""
+	// if none. It is not a key: it selects a file.
+	Environment string
+
+	ConnectionString string
+	Schema           string // default "chokaq"
+	// Storage is "sqlserver", "memory", or "" to choose by whether
+	// ConnectionString is set; see StorageKind.
+	Storage string
+	// WorkerID names this process in the store; "" means
+	// processor.DefaultWorkerID() at run time (key WorkerId).
+	WorkerID string
+	// Queues are the queues served; default ["default"]. The environment
+	// form is a comma-separated list, and a list from a later source
+	// replaces an earlier one rather than merging with it.
+	Queues []string
+
+	Execution Execution
+	Retry     Retry
+	Recovery  Recovery
+
+	// QueueSettings are applied to the named queues' rows at start-up
+	// (QueueUpdates). The key is the queue name as first written in YAML.
+	QueueSettings map[string]QueueSetting
+}
+
+// Execution configures the processor's workers.
+type Execution struct {
+	Concurrency          int           // worker goroutines (10)
+	PrefetchSize         int           // buffer of claimed jobs (100)
+	BatchSize            int           // most jobs per claim, 1 to 1000 (20)
+	PollInterval         time.Duration // longest idle wait between claims (1s)
+	DefaultTimeout       time.Duration // execution timeout of a queue that sets none (15m)
+	HeartbeatIntervalMin time.Duration // (8s)
+	HeartbeatIntervalMax time.Duration // (12s)
+	// HeartbeatFailureThreshold consecutive failed beats mark a job
+	// degraded (10).
+	HeartbeatFailureThreshold int
+	// CancelOnHeartbeatFailure cancels a job at the threshold and
+	// dead-letters it (false).
+	CancelOnHeartbeatFailure bool
+	ShutdownTimeout          time.Duration // how long Stop lets handlers finish (30s)
+}
+
+// Retry is the default retry policy.
+type Retry struct {
+	// MaxAttempts is the default number of executions of a job, 1 to 1000
+	// (3). It is an enqueue default, so ProcessorConfig does not carry it.
+	MaxAttempts       int
+	BaseDelay         time.Duration // (3s)
+	MaxDelay          time.Duration // (1h)
+	BackoffMultiplier float64       // (2)
+	JitterMaxDelay    time.Duration // (1s)
+}
+
+// Recovery configures the rescue of jobs whose worker died.
+type Recovery struct {
+	ScanInterval            time.Duration // (1m)
+	FetchedJobTimeout       time.Duration // claimed but never started (10m)
+	ProcessingZombieTimeout time.Duration // started, heartbeat lost (10m)
+}
+
+// QueueSetting is one queue's settings. A nil field is not configured and
+// leaves the stored value alone.
+type QueueSetting struct {
+	Paused     *bool
+	MaxWorkers *int // 0 means unlimited
+	// ZombieTimeoutSeconds overrides Recovery.ProcessingZombieTimeout for
+	// the queue; 0 clears the override.
+	ZombieTimeoutSeconds *int
+	// ExecutionTimeoutSeconds overrides Execution.DefaultTimeout for the
+	// queue; 0 clears the override.
+	ExecutionTimeoutSeconds *int
+}
+
+// Default returns every default of DESIGN section 8.
+func Default() *Config {
+	return &Config{
+		Schema: schema.DefaultName,
+		Queues: []string{jobs.DefaultQueue},
+		Execution: Execution{
+			Concurrency:               10,
+			PrefetchSize:              100,
+			BatchSize:                 20,
+			PollInterval:              time.Second,
+			DefaultTimeout:            15 * time.Minute,
+			HeartbeatIntervalMin:      8 * time.Second,
+			HeartbeatIntervalMax:      12 * time.Second,
+			HeartbeatFailureThreshold: 10,
+			ShutdownTimeout:           30 * time.Second,
+		},
+		Retry: Retry{
+			MaxAttempts:       jobs.DefaultMaxAttempts,
+			BaseDelay:         3 * time.Second,
+			MaxDelay:          time.Hour,
+			BackoffMultiplier: 2,
+			JitterMaxDelay:    time.Second,
+		},
+		Recovery: Recovery{
+			ScanInterval:            time.Minute,
+			FetchedJobTimeout:       10 * time.Minute,
+			ProcessingZombieTimeout: 10 * time.Minute,
+		},
+		QueueSettings: map[string]QueueSetting{},
+	}
+}
+
+// StorageKind is the storage to use: Storage when set, else "sqlserver"
+// when a connection string is configured and "memory" when not.
+func (c *Config) StorageKind() string {
+	if c.Storage != "" {
+		return strings.ToLower(c.Storage)
+	}
+	if c.ConnectionString != "" {
+		return StorageSQLServer
+	}
+	return StorageMemory
+}
+
+// ProcessorConfig maps the configuration onto processor.Config. Logger is
+// left nil for the caller; WorkerID stays "" when not configured, which the
+// processor turns into DefaultWorkerID.
+func (c *Config) ProcessorConfig() processor.Config {
+	return processor.Config{
+		WorkerID:                  c.WorkerID,
+		Queues:                    slices.Clone(c.Queues),
+		Concurrency:               c.Execution.Concurrency,
+		PrefetchSize:              c.Execution.PrefetchSize,
+		BatchSize:                 c.Execution.BatchSize,
+		PollInterval:              c.Execution.PollInterval,
+		DefaultTimeout:            c.Execution.DefaultTimeout,
+		HeartbeatIntervalMin:      c.Execution.HeartbeatIntervalMin,
+		HeartbeatIntervalMax:      c.Execution.HeartbeatIntervalMax,
+		HeartbeatFailureThreshold: c.Execution.HeartbeatFailureThreshold,
+		CancelOnHeartbeatFailure:  c.Execution.CancelOnHeartbeatFailure,
+		ShutdownTimeout:           c.Execution.ShutdownTimeout,
+		FetchedJobTimeout:         c.Recovery.FetchedJobTimeout,
+		Retry: processor.RetryPolicy{
+			BaseDelay:         c.Retry.BaseDelay,
+			MaxDelay:          c.Retry.MaxDelay,
+			BackoffMultiplier: c.Retry.BackoffMultiplier,
+			JitterMaxDelay:    c.Retry.JitterMaxDelay,
+		},
+	}
+}
+
+// RescueConfig maps Recovery onto zombie.Config. Logger, Leader and the
+// batch sizes are left for the caller.
+func (c *Config) RescueConfig() zombie.Config {
+	return zombie.Config{
+		ScanInterval:            c.Recovery.ScanInterval,
+		FetchedJobTimeout:       c.Recovery.FetchedJobTimeout,
+		ProcessingZombieTimeout: c.Recovery.ProcessingZombieTimeout,
+	}
+}
+
+// QueueUpdates returns QueueSettings as store updates, one per queue. The
+// pointers are fresh copies, so changing an update leaves c alone.
+func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
+	out := make(map[string]jobs.QueueUpdate, len(c.QueueSettings))
+	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
+		s := c.QueueSettings[name]
+		out[name] = jobs.QueueUpdate{
+			Paused:                  clonePtr(s.Paused),
+			MaxWorkers:              clonePtr(s.MaxWorkers),
+			ZombieTimeoutSeconds:    clonePtr(s.ZombieTimeoutSeconds),
+			ExecutionTimeoutSeconds: clonePtr(s.ExecutionTimeoutSeconds),
+		}
+	}
+	return out
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+// RedactedConnectionString is the connection string with its password
+// replaced by "xxxxx", for display and logs; "" when none is set.
+func (c *Config) RedactedConnectionString() string {
+	return redact(c.ConnectionString)
+}

@@ -1,0 +1,228 @@
+package config
+
+import (
+	"strings"
+	"time"
+)
+
+// root is the section every key lives under.
+const root = "ChokaQ"
+
+// kind is how a key's value is read.
+type kind uint8
+
+const (
+	kindString kind = iota
+	kindInt
+	kindFloat
+	kindBool
+	// kindDuration is a Go ("90s") or .NET ("00:01:30") duration. A plain
+	// number is refused: "90" could mean seconds or milliseconds.
+	kindDuration
+	// kindSeconds is a kindDuration that also takes a plain integer as
+	// seconds; the legacy *Seconds aliases were integers of seconds.
+	kindSeconds
+	// kindWholeSeconds is a kindSeconds that must be whole seconds; the
+	// value is an int, as the store keeps it.
+	kindWholeSeconds
+	// kindQueues is a list of queue names, or one comma-separated string.
+	kindQueues
+)
+
+// keyDef is one key of the ChokaQ section.
+type keyDef struct {
+	name string // relative to ChokaQ, in its documented spelling
+	kind kind
+	set  func(c *Config, v any) // nil for an alias
+	// alias, for a legacy key, is the name of the key it stands for.
+	alias string
+}
+
+// keys is every key of the ChokaQ section outside QueueSettings, in
+// appsettings.yaml order. It is read-only.
+var keys = []keyDef{
+	{name: "ConnectionString", kind: kindString, set: func(c *Config, v any) { c.ConnectionString = v.(string) }},
+	{name: "Schema", kind: kindString, set: func(c *Config, v any) { c.Schema = v.(string) }},
+	// Storage is matched case-insensitively, like keys.
+	{name: "Storage", kind: kindString, set: func(c *Config, v any) { c.Storage = strings.ToLower(v.(string)) }},
+	{name: "WorkerId", kind: kindString, set: func(c *Config, v any) { c.WorkerID = v.(string) }},
+	{name: "Queues", kind: kindQueues, set: func(c *Config, v any) { c.Queues = v.([]string) }},
+
+	{name: "Execution.Concurrency", kind: kindInt, set: func(c *Config, v any) { c.Execution.Concurrency = v.(int) }},
+	{name: "Execution.PrefetchSize", kind: kindInt, set: func(c *Config, v any) { c.Execution.PrefetchSize = v.(int) }},
+	{name: "Execution.BatchSize", kind: kindInt, set: func(c *Config, v any) { c.Execution.BatchSize = v.(int) }},
+	{name: "Execution.PollInterval", kind: kindDuration, set: func(c *Config, v any) { c.Execution.PollInterval = v.(time.Duration) }},
+	{name: "Execution.DefaultTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Execution.DefaultTimeout = v.(time.Duration) }},
+	{name: "Execution.HeartbeatIntervalMin", kind: kindDuration, set: func(c *Config, v any) { c.Execution.HeartbeatIntervalMin = v.(time.Duration) }},
+	{name: "Execution.HeartbeatIntervalMax", kind: kindDuration, set: func(c *Config, v any) { c.Execution.HeartbeatIntervalMax = v.(time.Duration) }},
+	{name: "Execution.HeartbeatFailureThreshold", kind: kindInt, set: func(c *Config, v any) { c.Execution.HeartbeatFailureThreshold = v.(int) }},
+	{name: "Execution.CancelOnHeartbeatFailure", kind: kindBool, set: func(c *Config, v any) { c.Execution.CancelOnHeartbeatFailure = v.(bool) }},
+	{name: "Execution.ShutdownTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Execution.ShutdownTimeout = v.(time.Duration) }},
+
+	{name: "Retry.MaxAttempts", kind: kindInt, set: func(c *Config, v any) { c.Retry.MaxAttempts = v.(int) }},
+	{name: "Retry.BaseDelay", kind: kindDuration, set: func(c *Config, v any) { c.Retry.BaseDelay = v.(time.Duration) }},
+	{name: "Retry.MaxDelay", kind: kindDuration, set: func(c *Config, v any) { c.Retry.MaxDelay = v.(time.Duration) }},
+	{name: "Retry.BackoffMultiplier", kind: kindFloat, set: func(c *Config, v any) { c.Retry.BackoffMultiplier = v.(float64) }},
+	{name: "Retry.JitterMaxDelay", kind: kindDuration, set: func(c *Config, v any) { c.Retry.JitterMaxDelay = v.(time.Duration) }},
+
+	{name: "Recovery.ScanInterval", kind: kindDuration, set: func(c *Config, v any) { c.Recovery.ScanInterval = v.(time.Duration) }},
+	{name: "Recovery.FetchedJobTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Recovery.FetchedJobTimeout = v.(time.Duration) }},
+	{name: "Recovery.ProcessingZombieTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Recovery.ProcessingZombieTimeout = v.(time.Duration) }},
+
+	// Legacy keys of the .NET ChokaQ, at the section root.
+	{name: "FetchedJobTimeoutSeconds", kind: kindSeconds, alias: "Recovery.FetchedJobTimeout"},
+	{name: "ZombieTimeoutSeconds", kind: kindSeconds, alias: "Recovery.ProcessingZombieTimeout"},
+	{name: "MaxRetries", kind: kindInt, alias: "Retry.MaxAttempts"},
+	{name: "RetryDelaySeconds", kind: kindSeconds, alias: "Retry.BaseDelay"},
+}
+
+// queueSection holds the per-queue settings: QueueSettings.<queue>.<key>.
+const queueSection = "QueueSettings"
+
+// queueKeyDef is one key of a queue's settings.
+type queueKeyDef struct {
+	name string
+	kind kind
+	set  func(s *QueueSetting, v any)
+}
+
+// queueKeys is every per-queue key. It is read-only.
+var queueKeys = []queueKeyDef{
+	{name: "Paused", kind: kindBool, set: func(s *QueueSetting, v any) { b := v.(bool); s.Paused = &b }},
+	{name: "MaxWorkers", kind: kindInt, set: func(s *QueueSetting, v any) { n := v.(int); s.MaxWorkers = &n }},
+	{name: "ZombieTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { n := v.(int); s.ZombieTimeoutSeconds = &n }},
+	{name: "ExecutionTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { n := v.(int); s.ExecutionTimeoutSeconds = &n }},
+}
+
+// sections are the keys that hold other keys.
+var sections = []string{"Execution", "Retry", "Recovery", queueSection}
+
+func findKey(name string) *keyDef {
+	for i := range keys {
+		if strings.EqualFold(keys[i].name, name) {
+			return &keys[i]
+		}
+	}
+	return nil
+}
+
+func findQueueKey(name string) *queueKeyDef {
+	for i := range queueKeys {
+		if strings.EqualFold(queueKeys[i].name, name) {
+			return &queueKeys[i]
+		}
+	}
+	return nil
+}
+
+// target is what a key path names: a key, or one setting of one queue.
+type target struct {
+	key   *keyDef
+	qkey  *queueKeyDef
+	queue string // as written; queue settings only
+}
+
+// match finds the key that path (relative to the ChokaQ section, segments
+// as written) names. joinQueue rebuilds a queue name that the source's
+// separator split, since queue names may contain '.' and '_'. On failure it
+// returns the rule to report.
+func match(path []string, joinQueue string) (target, string) {
+	if len(path) == 0 {
+		return target{}, "must be a section of keys, not a value"
+	}
+	if strings.EqualFold(path[0], queueSection) {
+		switch len(path) {
+		case 1:
+			return target{}, "must be a section of queues, each a section of settings (e.g. ChokaQ.QueueSettings.default.MaxWorkers)"
+		case 2:
+			return target{}, "must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds)"
+		}
+		last := path[len(path)-1]
+		if q := findQueueKey(last); q != nil {
+			return target{qkey: q, queue: strings.Join(path[1:len(path)-1], joinQueue)}, ""
+		}
+		return target{}, unknownRule(path)
+	}
+	name := strings.Join(path, ".")
+	if k := findKey(name); k != nil {
+		return target{key: k}, ""
+	}
+	for _, s := range sections {
+		if strings.EqualFold(s, name) {
+			return target{}, "must be a section of keys, not a value"
+		}
+	}
+	// A value where a key was expected: Execution.Concurrency.x.
+	for i := 1; i < len(path); i++ {
+		if k := findKey(strings.Join(path[:i], ".")); k != nil {
+			return target{}, root + "." + k.name + " is a value, not a section"
+		}
+	}
+	return target{}, unknownRule(path)
+}
+
+// unknownRule is "unknown key", with a suggestion when one is close.
+func unknownRule(path []string) string {
+	if s := suggest(path); s != "" {
+		return "unknown key (did you mean " + s + "?)"
+	}
+	return "unknown key"
+}
+
+// suggest returns the known key closest to path, "" if none is close. A
+// key whose last segment matches exactly (the right key in the wrong
+// section) wins over edit distance.
+func suggest(path []string) string {
+	typed := strings.ToLower(strings.Join(path, "."))
+	candidates := make([]string, 0, len(keys)+len(queueKeys))
+	for _, k := range keys {
+		candidates = append(candidates, k.name)
+	}
+	if len(path) >= 3 {
+		q := strings.Join(path[1:len(path)-1], ".")
+		for _, k := range queueKeys {
+			candidates = append(candidates, queueSection+"."+q+"."+k.name)
+		}
+	}
+	best, bestDist := "", -1
+	for _, c := range candidates {
+		d := distance(typed, strings.ToLower(c))
+		// Close means at most a third of the key's length, and at least
+		// one edit, so a short key still gets its one-typo suggestion.
+		if d <= max(1, len(c)/3) && (bestDist < 0 || d < bestDist) {
+			best, bestDist = c, d
+		}
+	}
+	if best != "" {
+		return root + "." + best
+	}
+	last := strings.ToLower(path[len(path)-1])
+	for _, c := range candidates {
+		if i := strings.LastIndexByte(c, '.'); strings.ToLower(c[i+1:]) == last {
+			return root + "." + c
+		}
+	}
+	return ""
+}
+
+// distance is the Levenshtein distance between a and b, in bytes; keys
+// are ASCII.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,445 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+)
+
+// Options says where configuration comes from. Later sources override
+// earlier ones: appsettings.yaml, then appsettings.<Environment>.yaml,
+// then environment variables, then Overrides.
+type Options struct {
+	// Dir is the directory of appsettings.yaml; "" means ".".
+	Dir string
+	// File is an explicit base file; when set it must exist. When empty,
+	// Dir/appsettings.yaml is optional.
+	File string
+	// Environment selects the overlay file appsettings.<Environment>.yaml
+	// next to the base file (for File x.yaml: x.<Environment>.yaml), which
+	// must exist when an environment is named. "" means the
+	// CHOKAQ_ENVIRONMENT variable from Env.
+	Environment string
+	// Env is the environment in os.Environ() form; nil means os.Environ().
+	// CHOKAQ__SECTION__KEY variables set keys (names are case-insensitive).
+	Env []string
+	// Overrides are applied last. Keys are dotted paths relative to the
+	// ChokaQ section, case-insensitive, e.g. "Execution.Concurrency" -> "4",
+	// "QueueSettings.mail.MaxWorkers" -> "2"; a leading "ChokaQ." is allowed.
+	Overrides map[string]string
+}
+
+const (
+	baseFile       = "appsettings.yaml"
+	environmentVar = "CHOKAQ_ENVIRONMENT"
+	envPrefix      = "CHOKAQ__"
+	envSep         = "__"
+	// keySep is viper's key delimiter here instead of '.', because queue
+	// names may contain dots; no YAML key in a valid file contains it.
+	keySep = "\x1f"
+)
+
+// setting is one key = value from one source, as written.
+type setting struct {
+	// path is the key path relative to the ChokaQ section. For a file key
+	// outside that section (outside set), it is the full path.
+	path    []string
+	outside bool
+	raw     any
+	source  string
+	// joinQueue is the separator that split a queue name containing it.
+	joinQueue string
+	// fromEnv marks an environment variable. Its case says nothing, so a
+	// queue name that no YAML file spells is taken in lower case.
+	fromEnv bool
+}
+
+func (s setting) fail(rule string) error {
+	key := strings.Join(s.path, ".")
+	if !s.outside {
+		key = root + "." + key
+		if len(s.path) == 0 {
+			key = root
+		}
+	}
+	return newError(key, formatRaw(s.raw), s.source, rule)
+}
+
+// entry is one key's parsed value and where it came from.
+type entry struct {
+	target
+	queue  string // the queue's spelling, for queue settings
+	value  any
+	origin origin
+}
+
+// Load reads, merges and validates the configuration. Every error about a
+// key or value is an *Error wrapping ErrInvalid; a file YAML cannot parse
+// gives an error wrapping ErrSyntax; a missing required file, one wrapping
+// fs.ErrNotExist.
+func Load(opts Options) (*Config, error) {
+	env := opts.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	base, required := opts.File, true
+	if base == "" {
+		base, required = filepath.Join(opts.Dir, baseFile), false
+	}
+	environment, environmentSource := opts.Environment, "Options.Environment"
+	if environment == "" {
+		environment, environmentSource = lookupEnv(env, environmentVar), environmentVar
+	}
+
+	var layers [][]setting
+	settings, err := readFile(base, required)
+	if err != nil {
+		return nil, err
+	}
+	layers = append(layers, settings)
+	if environment != "" {
+		if rule := checkEnvironment(environment); rule != "" {
+			return nil, newError(environmentSource, environment, "", rule)
+		}
+		settings, err := readFile(environmentFile(base, environment), true)
+		if errors.Is(err, fs.ErrNotExist) {
+			// Say why the file was wanted: the variable may be set far away.
+			return nil, fmt.Errorf("config: environment %q (%s): %w", environment, environmentSource, errors.Unwrap(err))
+		}
+		if err != nil {
+			return nil, err
+		}
+		layers = append(layers, settings)
+	}
+	layers = append(layers, envSettings(env), overrideSettings(opts.Overrides))
+
+	l := loader{entries: map[string]entry{}, queues: map[string]string{}}
+	l.learnQueues(layers)
+	for i, layer := range layers {
+		// Overrides come from one map; two keys that differ only in case
+		// would otherwise win in random order.
+		unique := i == len(layers)-1
+		if err := l.add(layer, unique); err != nil {
+			return nil, err
+		}
+	}
+	return l.config(environment)
+}
+
+// lookupEnv returns the last value of name, matched case-insensitively as
+// the CHOKAQ__ variables are.
+func lookupEnv(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && strings.EqualFold(k, name) {
+			v = val
+		}
+	}
+	return v
+}
+
+// checkEnvironment refuses an environment name that would reach outside
+// the configuration directory or could not be a file name.
+func checkEnvironment(name string) string {
+	for i, r := range name {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || i > 0 && (r == '_' || r == '-' || r == '.')
+		if !ok {
+			return "must be ASCII letters, digits, '_', '-' and '.', starting with a letter or digit"
+		}
+	}
+	return ""
+}
+
+// environmentFile is the overlay of base for an environment:
+// dir/appsettings.yaml -> dir/appsettings.<environment>.yaml.
+func environmentFile(base, environment string) string {
+	dir, file := filepath.Split(base)
+	ext := filepath.Ext(file)
+	stem := strings.TrimSuffix(file, ext)
+	if ext == "" {
+		ext = ".yaml"
+	}
+	return filepath.Join(dir, stem+"."+environment+ext)
+}
+
+// readFile reads one YAML file into settings. Viper parses it and supplies
+// the values; the file is also decoded as a YAML node tree, because viper
+// lowercases keys and queue names keep their case.
+func readFile(path string, required bool) ([]setting, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if !required && errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	v := viper.NewWithOptions(viper.KeyDelimiter(keySep))
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+		if pe, ok := errors.AsType[viper.ConfigParseError](err); ok {
+			err = pe.Unwrap()
+		}
+		return nil, fmt.Errorf("%w: %s: %w", ErrSyntax, path, err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrSyntax, path, err)
+	}
+	spelled := map[string][]string{}
+	if err := spell(&doc, "", nil, path, spelled); err != nil {
+		return nil, err
+	}
+
+	var out []setting
+	for _, k := range slices.Sorted(slices.Values(v.AllKeys())) {
+		raw := v.Get(k)
+		if raw == nil {
+			continue // an empty key or section, like .NET's: not set
+		}
+		full, ok := spelled[k]
+		if !ok {
+			full = strings.Split(k, keySep)
+		}
+		s := setting{path: full[1:], raw: raw, source: path, joinQueue: keySep}
+		if !strings.EqualFold(full[0], root) {
+			s.path, s.outside = full, true
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// spell records, for every key path in n, its segments as written under
+// the lowercased path viper uses, and refuses two keys of one mapping that
+// differ only in case: viper would keep one of them at random.
+func spell(n *yaml.Node, lower string, path []string, file string, out map[string][]string) error {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if err := spell(c, lower, path, file, out); err != nil {
+				return err
+			}
+		}
+	case yaml.AliasNode:
+		if n.Alias != nil {
+			return spell(n.Alias, lower, path, file, out)
+		}
+	case yaml.MappingNode:
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" {
+				if err := spell(val, lower, path, file, out); err != nil {
+					return err
+				}
+				continue
+			}
+			key := strings.ToLower(k.Value)
+			p := append(slices.Clip(path), k.Value)
+			if line, dup := seen[key]; dup {
+				return newError(strings.Join(p, "."), "", file,
+					fmt.Sprintf("is set twice, at lines %d and %d (keys are case-insensitive)", line, k.Line))
+			}
+			seen[key] = k.Line
+			if lower != "" {
+				key = lower + keySep + key
+			}
+			out[key] = p
+			if err := spell(val, key, p, file, out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// envSettings reads the CHOKAQ__SECTION__KEY variables.
+func envSettings(env []string) []setting {
+	var out []setting
+	for _, kv := range env {
+		name, val, ok := strings.Cut(kv, "=")
+		if !ok || len(name) < len(envPrefix) || !strings.EqualFold(name[:len(envPrefix)], envPrefix) {
+			continue
+		}
+		out = append(out, setting{
+			path:      strings.Split(name[len(envPrefix):], envSep),
+			raw:       val,
+			source:    "environment (" + name + ")",
+			joinQueue: envSep,
+			fromEnv:   true,
+		})
+	}
+	return out
+}
+
+// overrideSettings reads Options.Overrides, in key order.
+func overrideSettings(overrides map[string]string) []setting {
+	var out []setting
+	for _, k := range slices.Sorted(maps.Keys(overrides)) {
+		path := strings.Split(k, ".")
+		if len(path) > 1 && strings.EqualFold(path[0], root) {
+			path = path[1:]
+		}
+		out = append(out, setting{path: path, raw: overrides[k], source: "override", joinQueue: "."})
+	}
+	return out
+}
+
+// loader merges settings, later ones replacing earlier ones key by key.
+type loader struct {
+	entries map[string]entry // by lowercased key path
+	// queues maps each lowercased queue name to its spelling: the first
+	// YAML QueueSettings spelling, else the first Queues list entry.
+	queues map[string]string
+}
+
+// learnQueues records the spellings of queue names before any setting is
+// added, so that a queue set from the environment takes its YAML case.
+func (l *loader) learnQueues(layers [][]setting) {
+	remember := func(q string) {
+		if _, ok := l.queues[strings.ToLower(q)]; !ok {
+			l.queues[strings.ToLower(q)] = q
+		}
+	}
+	for _, layer := range layers {
+		for _, s := range layer {
+			if t, rule := match(s.path, s.joinQueue); rule == "" && !s.outside && t.qkey != nil && !s.fromEnv {
+				remember(t.queue)
+			}
+		}
+	}
+	for _, layer := range layers {
+		for _, s := range layer {
+			if t, rule := match(s.path, s.joinQueue); rule == "" && !s.outside && t.key != nil && t.key.kind == kindQueues {
+				if qs, rule := parse(kindQueues, s.raw); rule == "" {
+					for _, q := range qs.([]string) {
+						remember(q)
+					}
+				}
+			}
+		}
+	}
+}
+
+// add parses a layer's settings into l. With unique, two settings of the
+// layer naming one key are an error.
+func (l *loader) add(layer []setting, unique bool) error {
+	seen := map[string]string{}
+	for _, s := range layer {
+		if s.outside {
+			return s.fail(outsideRule(s.path))
+		}
+		if len(s.path) == 1 && strings.EqualFold(s.path[0], "Environment") && s.fromEnv {
+			return s.fail("unknown key (the environment is chosen by " + environmentVar + ", with one underscore)")
+		}
+		t, rule := match(s.path, s.joinQueue)
+		if rule != "" {
+			return s.fail(rule)
+		}
+		e := entry{target: t}
+		var name string
+		var k kind
+		if t.key != nil {
+			name, k = t.key.name, t.key.kind
+		} else {
+			e.queue = l.queues[strings.ToLower(t.queue)]
+			if e.queue == "" {
+				e.queue = t.queue
+				if s.fromEnv {
+					e.queue = strings.ToLower(t.queue)
+				}
+			}
+			name, k = queueSection+"."+e.queue+"."+t.qkey.name, t.qkey.kind
+		}
+		e.origin = origin{key: root + "." + name, value: formatRaw(s.raw), source: s.source}
+		v, rule := parse(k, s.raw)
+		if rule != "" {
+			return newError(e.origin.key, e.origin.value, s.source, rule)
+		}
+		e.value = v
+		id := strings.ToLower(name)
+		if prev, dup := seen[id]; dup && unique {
+			return s.fail("is set twice (also as " + prev + ")")
+		}
+		seen[id] = strings.Join(s.path, ".")
+		l.entries[id] = e
+	}
+	return nil
+}
+
+// outsideRule is the rule for a file key outside the ChokaQ section. It
+// suggests the key under ChokaQ when the file forgot or misspelled the
+// section.
+func outsideRule(path []string) string {
+	for _, p := range [][]string{path, path[1:]} {
+		if t, rule := match(p, "."); rule == "" && len(p) > 0 {
+			name := queueSection + "." + t.queue + "."
+			if t.key != nil {
+				name = t.key.name
+			} else {
+				name += t.qkey.name
+			}
+			return "unknown key (did you mean " + root + "." + name + "?)"
+		}
+	}
+	if distance(strings.ToLower(path[0]), strings.ToLower(root)) <= 2 {
+		return "unknown key (did you mean " + root + "?)"
+	}
+	return "unknown key (settings live under the " + root + " section)"
+}
+
+// config applies the merged entries to the defaults, resolves the legacy
+// aliases and validates the result.
+func (l *loader) config(environment string) (*Config, error) {
+	c := Default()
+	c.Environment = environment
+	origins := map[string]origin{}
+	for _, id := range slices.Sorted(maps.Keys(l.entries)) {
+		e := l.entries[id]
+		switch {
+		case e.key != nil && e.key.alias == "":
+			e.key.set(c, e.value)
+			origins[e.key.name] = e.origin
+		case e.qkey != nil:
+			qs := c.QueueSettings[e.queue]
+			e.qkey.set(&qs, e.value)
+			c.QueueSettings[e.queue] = qs
+			section := queueSection + "." + e.queue
+			origins[section+"."+e.qkey.name] = e.origin
+			if _, ok := origins[section]; !ok {
+				origins[section] = origin{key: root + "." + section, value: e.queue, source: e.origin.source}
+			}
+		}
+	}
+	// A legacy key and its successor are compared after merging each
+	// across all sources: whichever source set them, they must agree.
+	for _, k := range keys {
+		if k.alias == "" {
+			continue
+		}
+		a, aliasSet := l.entries[strings.ToLower(k.name)]
+		n, newSet := l.entries[strings.ToLower(k.alias)]
+		switch {
+		case aliasSet && newSet && a.value != n.value:
+			return nil, newError(a.origin.key, a.origin.value, a.origin.source,
+				fmt.Sprintf("conflicts with %s = %s (%s); set only one of them, or both to the same value",
+					n.origin.key, displayValue(n.origin.value), n.origin.source))
+		case aliasSet && !newSet:
+			findKey(k.alias).set(c, a.value)
+			origins[k.alias] = a.origin
+		}
+	}
+	if err := c.validate(origins); err != nil {
+		return nil, err
+	}
+	return c, nil
+}

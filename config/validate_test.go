@@ -1,0 +1,285 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidationRules(t *testing.T) {
+	const cs = "Server=db;Database=jobs"
+	tests := []struct {
+		name      string
+		overrides map[string]string
+		want      string // the whole message after "config: "
+	}{
+		{"Storage unknown", map[string]string{"Storage": "disk"},
+			`ChokaQ.Storage = disk (override): must be "sqlserver", "memory" or empty (sqlserver when ConnectionString is set, else memory)`},
+		{"Storage sqlserver without ConnectionString", map[string]string{"Storage": "sqlserver"},
+			"ChokaQ.Storage = sqlserver (override): needs ConnectionString (set it with CHOKAQ__CONNECTIONSTRING)"},
+		{"Schema not an identifier", map[string]string{"Schema": "1jobs"},
+			"ChokaQ.Schema = 1jobs (override): use ASCII letters, digits and '_', not starting with a digit"},
+		{"Schema reserved", map[string]string{"Schema": "select"},
+			"ChokaQ.Schema = select (override): SELECT is a T-SQL reserved keyword"},
+		{"Schema system", map[string]string{"Schema": "sys"},
+			"ChokaQ.Schema = sys (override): sys is a system schema"},
+		{"Schema empty", map[string]string{"Schema": ""},
+			"ChokaQ.Schema (override): must be 1 to 128 characters"},
+		{"WorkerId control character", map[string]string{"WorkerId": "a\tb"},
+			"ChokaQ.WorkerId = a\tb (override): must not contain control characters"},
+		{"WorkerId too long", map[string]string{"WorkerId": strings.Repeat("w", 201)},
+			"ChokaQ.WorkerId = " + strings.Repeat("w", 201) + " (override): must be at most 200 characters"},
+		{"Queues empty", map[string]string{"Queues": ""},
+			"ChokaQ.Queues (override): must name at least one queue"},
+		{"Queues bad name", map[string]string{"Queues": "default,bad name"},
+			`ChokaQ.Queues = default,bad name (override): queue "bad name" may contain only ASCII letters, digits, '_', '-', '.' and ':'`},
+		{"Queues empty name", map[string]string{"Queues": "default,"},
+			`ChokaQ.Queues = default, (override): queue "" must not be empty`},
+		{"Concurrency", map[string]string{"Execution.Concurrency": "0"},
+			"ChokaQ.Execution.Concurrency = 0 (override): must be at least 1"},
+		{"Concurrency huge", map[string]string{"Execution.Concurrency": "99999999999"},
+			"ChokaQ.Execution.Concurrency = 99999999999 (override): must be at most 2147483647"},
+		{"PrefetchSize", map[string]string{"Execution.PrefetchSize": "-1"},
+			"ChokaQ.Execution.PrefetchSize = -1 (override): must be at least 1"},
+		{"BatchSize low", map[string]string{"Execution.BatchSize": "0"},
+			"ChokaQ.Execution.BatchSize = 0 (override): must be between 1 and 1000"},
+		{"BatchSize high", map[string]string{"Execution.BatchSize": "1001"},
+			"ChokaQ.Execution.BatchSize = 1001 (override): must be between 1 and 1000"},
+		{"PollInterval", map[string]string{"Execution.PollInterval": "0s"},
+			"ChokaQ.Execution.PollInterval = 0s (override): must be at least 1ms"},
+		{"DefaultTimeout", map[string]string{"Execution.DefaultTimeout": "-1s"},
+			"ChokaQ.Execution.DefaultTimeout = -1s (override): must be positive"},
+		{"DefaultTimeout too long", map[string]string{"Execution.DefaultTimeout": "87601h"},
+			"ChokaQ.Execution.DefaultTimeout = 87601h (override): must be at most 87600h0m0s (10 years)"},
+		{"HeartbeatIntervalMin", map[string]string{"Execution.HeartbeatIntervalMin": "0s"},
+			"ChokaQ.Execution.HeartbeatIntervalMin = 0s (override): must be positive"},
+		{"HeartbeatFailureThreshold", map[string]string{"Execution.HeartbeatFailureThreshold": "0"},
+			"ChokaQ.Execution.HeartbeatFailureThreshold = 0 (override): must be at least 1"},
+		{"ShutdownTimeout", map[string]string{"Execution.ShutdownTimeout": "00:00:00"},
+			"ChokaQ.Execution.ShutdownTimeout = 00:00:00 (override): must be positive"},
+		{"MaxAttempts low", map[string]string{"Retry.MaxAttempts": "0"},
+			"ChokaQ.Retry.MaxAttempts = 0 (override): must be between 1 and 1000"},
+		{"MaxAttempts high", map[string]string{"Retry.MaxAttempts": "1001"},
+			"ChokaQ.Retry.MaxAttempts = 1001 (override): must be between 1 and 1000"},
+		{"BaseDelay", map[string]string{"Retry.BaseDelay": "0s"},
+			"ChokaQ.Retry.BaseDelay = 0s (override): must be positive"},
+		{"MaxDelay too long", map[string]string{"Retry.MaxDelay": "100000h"},
+			"ChokaQ.Retry.MaxDelay = 100000h (override): must be at most 87600h0m0s (10 years)"},
+		{"JitterMaxDelay", map[string]string{"Retry.JitterMaxDelay": "-1ms"},
+			"ChokaQ.Retry.JitterMaxDelay = -1ms (override): must not be negative"},
+		{"BackoffMultiplier", map[string]string{"Retry.BackoffMultiplier": "0.5"},
+			"ChokaQ.Retry.BackoffMultiplier = 0.5 (override): must be between 1 and 1000"},
+		{"ScanInterval", map[string]string{"Recovery.ScanInterval": "0s"},
+			"ChokaQ.Recovery.ScanInterval = 0s (override): must be at least 1ms"},
+		{"FetchedJobTimeout negative", map[string]string{"Recovery.FetchedJobTimeout": "-5m"},
+			"ChokaQ.Recovery.FetchedJobTimeout = -5m (override): must be positive"},
+		{"ProcessingZombieTimeout negative", map[string]string{"Recovery.ProcessingZombieTimeout": "-5m"},
+			"ChokaQ.Recovery.ProcessingZombieTimeout = -5m (override): must be positive"},
+
+		// Rules between keys blame the key that was set.
+		{"HeartbeatIntervalMin > Max, Min set", map[string]string{"Execution.HeartbeatIntervalMin": "20s"},
+			"ChokaQ.Execution.HeartbeatIntervalMin = 20s (override): must be <= Execution.HeartbeatIntervalMax (12s)"},
+		{"HeartbeatIntervalMin > Max, Max set", map[string]string{"Execution.HeartbeatIntervalMax": "5s"},
+			"ChokaQ.Execution.HeartbeatIntervalMax = 5s (override): must be >= Execution.HeartbeatIntervalMin (8s)"},
+		{"HeartbeatIntervalMin > Max, both set", map[string]string{"Execution.HeartbeatIntervalMin": "6s", "Execution.HeartbeatIntervalMax": "5s"},
+			"ChokaQ.Execution.HeartbeatIntervalMin = 6s (override): must be <= Execution.HeartbeatIntervalMax (5s)"},
+		{"BaseDelay > MaxDelay, BaseDelay set", map[string]string{"Retry.BaseDelay": "2h"},
+			"ChokaQ.Retry.BaseDelay = 2h (override): must be <= Retry.MaxDelay (1h0m0s)"},
+		{"BaseDelay > MaxDelay, MaxDelay set", map[string]string{"Retry.MaxDelay": "1s"},
+			"ChokaQ.Retry.MaxDelay = 1s (override): must be >= Retry.BaseDelay (3s)"},
+		{"FetchedJobTimeout <= 2 x PollInterval", map[string]string{"Recovery.FetchedJobTimeout": "2s"},
+			"ChokaQ.Recovery.FetchedJobTimeout = 2s (override): must be more than 2 x Execution.PollInterval (2 x 1s = 2s)"},
+		{"FetchedJobTimeout <= 2 x PollInterval, PollInterval set", map[string]string{"Execution.PollInterval": "5m"},
+			"ChokaQ.Execution.PollInterval = 5m (override): must be less than half of Recovery.FetchedJobTimeout (10m0s)"},
+		{"ProcessingZombieTimeout <= 3 x HeartbeatIntervalMax", map[string]string{"Recovery.ProcessingZombieTimeout": "36s"},
+			"ChokaQ.Recovery.ProcessingZombieTimeout = 36s (override): must be more than 3 x Execution.HeartbeatIntervalMax (3 x 12s = 36s)"},
+		{"ProcessingZombieTimeout <= 3 x HeartbeatIntervalMax, Max set", map[string]string{"Execution.HeartbeatIntervalMax": "4m"},
+			"ChokaQ.Execution.HeartbeatIntervalMax = 4m (override): must be less than a third of Recovery.ProcessingZombieTimeout (10m0s)"},
+		{"legacy alias is named in a rule", map[string]string{"ZombieTimeoutSeconds": "20"},
+			"ChokaQ.ZombieTimeoutSeconds = 20 (override): must be more than 3 x Execution.HeartbeatIntervalMax (3 x 12s = 36s)"},
+
+		{"queue name", map[string]string{"QueueSettings.bad name.Paused": "true"},
+			"ChokaQ.QueueSettings.bad name = bad name (override): queue name may contain only ASCII letters, digits, '_', '-', '.' and ':'"},
+		{"queue MaxWorkers low", map[string]string{"QueueSettings.mail.MaxWorkers": "-1"},
+			"ChokaQ.QueueSettings.mail.MaxWorkers = -1 (override): must be between 0 (unlimited) and 100000"},
+		{"queue MaxWorkers high", map[string]string{"QueueSettings.mail.MaxWorkers": "100001"},
+			"ChokaQ.QueueSettings.mail.MaxWorkers = 100001 (override): must be between 0 (unlimited) and 100000"},
+		{"queue ZombieTimeoutSeconds high", map[string]string{"QueueSettings.mail.ZombieTimeoutSeconds": "2592001"},
+			"ChokaQ.QueueSettings.mail.ZombieTimeoutSeconds = 2592001 (override): must be between 0 (use Recovery.ProcessingZombieTimeout) and 2592000 (30 days)"},
+		{"queue ZombieTimeoutSeconds <= 3 x HeartbeatIntervalMax", map[string]string{"QueueSettings.mail.ZombieTimeoutSeconds": "36"},
+			"ChokaQ.QueueSettings.mail.ZombieTimeoutSeconds = 36 (override): must be more than 3 x Execution.HeartbeatIntervalMax (3 x 12s = 36s), or 0 to use Recovery.ProcessingZombieTimeout"},
+		{"queue ExecutionTimeoutSeconds", map[string]string{"QueueSettings.mail.ExecutionTimeoutSeconds": "-1"},
+			"ChokaQ.QueueSettings.mail.ExecutionTimeoutSeconds = -1 (override): must be between 0 (use Execution.DefaultTimeout) and 2592000 (30 days)"},
+		{"queue ExecutionTimeoutSeconds high", map[string]string{"QueueSettings.mail.ExecutionTimeoutSeconds": "31.00:00:00"},
+			"ChokaQ.QueueSettings.mail.ExecutionTimeoutSeconds = 31.00:00:00 (override): must be between 0 (use Execution.DefaultTimeout) and 2592000 (30 days)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := load(t, source{overrides: tt.overrides})
+			wantInvalid(t, err)
+			if got, want := err.Error(), "config: "+tt.want; got != want {
+				t.Errorf("error\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+
+	// Values at the edges of each rule are accepted.
+	ok := map[string]string{
+		"ConnectionString": cs, "Storage": "SqlServer", "Execution.BatchSize": "1000", "Retry.MaxAttempts": "1000",
+		"Retry.BaseDelay": "1h", "Retry.BackoffMultiplier": "1", "Retry.JitterMaxDelay": "0s",
+		"Execution.HeartbeatIntervalMin": "12s", "Recovery.ProcessingZombieTimeout": "37s", "Recovery.FetchedJobTimeout": "2001ms",
+		"QueueSettings.mail.MaxWorkers": "0", "QueueSettings.mail.ZombieTimeoutSeconds": "0",
+		"QueueSettings.bulk.ZombieTimeoutSeconds": "37", "QueueSettings.bulk.ExecutionTimeoutSeconds": "2592000",
+		"QueueSettings.bulk.MaxWorkers": "100000",
+	}
+	c, _, err := load(t, source{overrides: ok})
+	if err != nil {
+		t.Fatalf("edge values: %v", err)
+	}
+	if c.Storage != "sqlserver" || c.StorageKind() != "sqlserver" {
+		t.Errorf("Storage = %q", c.Storage)
+	}
+}
+
+// A rule broken in a file names the file, in the documented format.
+func TestValidationMessageFromFile(t *testing.T) {
+	_, path, err := load(t, source{yaml: nested("Execution.HeartbeatIntervalMin", "20s")})
+	wantInvalid(t, err)
+	want := "config: ChokaQ.Execution.HeartbeatIntervalMin = 20s (" + path + "): must be <= Execution.HeartbeatIntervalMax (12s)"
+	if err.Error() != want {
+		t.Errorf("error\n got %q\nwant %q", err, want)
+	}
+
+	_, _, err = load(t, source{env: []string{"CHOKAQ__EXECUTION__CONCURRENCY=0"}})
+	e := wantInvalid(t, err, "ChokaQ.Execution.Concurrency = 0 (environment (CHOKAQ__EXECUTION__CONCURRENCY)): must be at least 1")
+	if e.Key != "ChokaQ.Execution.Concurrency" || e.Value != "0" || e.Rule != "must be at least 1" ||
+		e.Source != "environment (CHOKAQ__EXECUTION__CONCURRENCY)" {
+		t.Errorf("Error fields = %+v", *e)
+	}
+
+	_, path, err = load(t, source{yaml: "ChokaQ:\n  QueueSettings:\n    Mail:\n      ZombieTimeoutSeconds: 00:00:30\n"})
+	wantInvalid(t, err, "ChokaQ.QueueSettings.Mail.ZombieTimeoutSeconds = 00:00:30 ("+path+"): must be more than 3 x")
+}
+
+// Validate checks a Config built in code; its errors have no source.
+func TestValidateInCode(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *Config)
+		want   string
+	}{
+		{"Concurrency", func(c *Config) { c.Execution.Concurrency = 0 }, "config: ChokaQ.Execution.Concurrency = 0: must be at least 1"},
+		{"Min > Max", func(c *Config) { c.Execution.HeartbeatIntervalMin = 20 * time.Second },
+			"config: ChokaQ.Execution.HeartbeatIntervalMin = 20s: must be <= Execution.HeartbeatIntervalMax (12s)"},
+		{"queue", func(c *Config) { c.QueueSettings["mail"] = QueueSetting{MaxWorkers: ptr(-1)} },
+			"config: ChokaQ.QueueSettings.mail.MaxWorkers = -1: must be between 0 (unlimited) and 100000"},
+		{"Storage case-insensitive", func(c *Config) { c.Storage = "Memory" }, ""},
+		{"no Queues", func(c *Config) { c.Queues = nil }, "config: ChokaQ.Queues: must name at least one queue"},
+		{"NaN multiplier", func(c *Config) { c.Retry.BackoffMultiplier = nan() }, "config: ChokaQ.Retry.BackoffMultiplier = NaN: must be between 1 and 1000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.change(c)
+			err := c.Validate()
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("Validate() = %v", err)
+				}
+				return
+			}
+			e := wantInvalid(t, err)
+			if err.Error() != tt.want || e.Source != "" {
+				t.Errorf("Validate() = %q (source %q), want %q", err, e.Source, tt.want)
+			}
+		})
+	}
+}
+
+func nan() float64 {
+	zero := 0.0
+	return zero / zero
+}
+
+func TestUnknownKeys(t *testing.T) {
+	tests := []struct {
+		name string
+		src  source
+		want string // after "config: "; "@" stands for the file's path
+	}{
+		{"file typo", source{yaml: "ChokaQ:\n  Execution:\n    Concurency: 5\n"},
+			"ChokaQ.Execution.Concurency = 5 (@): unknown key (did you mean ChokaQ.Execution.Concurrency?)"},
+		{"file, key in the wrong section", source{yaml: "ChokaQ:\n  Concurrency: 5\n"},
+			"ChokaQ.Concurrency = 5 (@): unknown key (did you mean ChokaQ.Execution.Concurrency?)"},
+		{"file, misspelled section", source{yaml: "ChokaQ:\n  Retyr:\n    MaxAttempts: 5\n"},
+			"ChokaQ.Retyr.MaxAttempts = 5 (@): unknown key (did you mean ChokaQ.Retry.MaxAttempts?)"},
+		{"file, nothing close", source{yaml: "ChokaQ:\n  Banana: 1\n"},
+			"ChokaQ.Banana = 1 (@): unknown key"},
+		{"file, queue setting typo", source{yaml: "ChokaQ:\n  QueueSettings:\n    Mail:\n      MaxWorker: 1\n"},
+			"ChokaQ.QueueSettings.Mail.MaxWorker = 1 (@): unknown key (did you mean ChokaQ.QueueSettings.Mail.MaxWorkers?)"},
+		{"file, section misspelled above a queue", source{yaml: "ChokaQ:\n  QueueSetting:\n    Mail:\n      Paused: true\n"},
+			"ChokaQ.QueueSetting.Mail.Paused = true (@): unknown key (did you mean ChokaQ.QueueSettings.Mail.Paused?)"},
+		{"file, outside the section", source{yaml: "Execution:\n  Concurrency: 5\n"},
+			"Execution.Concurrency = 5 (@): unknown key (did you mean ChokaQ.Execution.Concurrency?)"},
+		{"file, misspelled root", source{yaml: "ChokQ:\n  Schema: jobs\n"},
+			"ChokQ.Schema = jobs (@): unknown key (did you mean ChokaQ.Schema?)"},
+		{"file, misspelled root and key", source{yaml: "ChokQ:\n  Shema: jobs\n"},
+			"ChokQ.Shema = jobs (@): unknown key (did you mean ChokaQ?)"},
+		{"file, another section", source{yaml: "Logging:\n  Level: debug\nChokaQ:\n  Schema: jobs\n"},
+			"Logging.Level = debug (@): unknown key (settings live under the ChokaQ section)"},
+		{"file, value for a section", source{yaml: "ChokaQ:\n  Execution: 5\n"},
+			"ChokaQ.Execution = 5 (@): must be a section of keys, not a value"},
+		{"file, value for the root", source{yaml: "ChokaQ: 5\n"},
+			"ChokaQ = 5 (@): must be a section of keys, not a value"},
+		{"file, section for a value", source{yaml: "ChokaQ:\n  Execution:\n    Concurrency:\n      Min: 1\n"},
+			"ChokaQ.Execution.Concurrency.Min = 1 (@): ChokaQ.Execution.Concurrency is a value, not a section"},
+		{"file, value for QueueSettings", source{yaml: "ChokaQ:\n  QueueSettings: mail\n"},
+			"ChokaQ.QueueSettings = mail (@): must be a section of queues, each a section of settings (e.g. ChokaQ.QueueSettings.default.MaxWorkers)"},
+		{"file, value for a queue", source{yaml: "ChokaQ:\n  QueueSettings:\n    mail: 5\n"},
+			"ChokaQ.QueueSettings.mail = 5 (@): must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds)"},
+		{"file, keys differing only in case", source{yaml: "ChokaQ:\n  Schema: a\n  schema: b\n"},
+			"ChokaQ.schema (@): is set twice, at lines 2 and 3 (keys are case-insensitive)"},
+		{"file, queues differing only in case", source{yaml: "ChokaQ:\n  QueueSettings:\n    Mail:\n      Paused: true\n    mail:\n      Paused: false\n"},
+			"ChokaQ.QueueSettings.mail (@): is set twice, at lines 3 and 5 (keys are case-insensitive)"},
+
+		{"environment typo", source{env: []string{"CHOKAQ__EXECUTION__CONCURENCY=5"}},
+			"ChokaQ.EXECUTION.CONCURENCY = 5 (environment (CHOKAQ__EXECUTION__CONCURENCY)): unknown key (did you mean ChokaQ.Execution.Concurrency?)"},
+		{"environment, single underscore between keys", source{env: []string{"CHOKAQ__EXECUTION_CONCURRENCY=5"}},
+			"ChokaQ.EXECUTION_CONCURRENCY = 5 (environment (CHOKAQ__EXECUTION_CONCURRENCY)): unknown key (did you mean ChokaQ.Execution.Concurrency?)"},
+		{"environment, environment with two underscores", source{env: []string{"CHOKAQ__ENVIRONMENT=Production"}},
+			"ChokaQ.ENVIRONMENT = Production (environment (CHOKAQ__ENVIRONMENT)): unknown key (the environment is chosen by CHOKAQ_ENVIRONMENT, with one underscore)"},
+		{"environment, prefix only", source{env: []string{"CHOKAQ__=1"}},
+			"ChokaQ. = 1 (environment (CHOKAQ__)): unknown key"},
+		{"environment, queue setting typo", source{env: []string{"CHOKAQ__QUEUESETTINGS__MAIL__PAUSE=true"}},
+			"ChokaQ.QUEUESETTINGS.MAIL.PAUSE = true (environment (CHOKAQ__QUEUESETTINGS__MAIL__PAUSE)): unknown key (did you mean ChokaQ.QueueSettings.MAIL.Paused?)"},
+		{"override typo", source{overrides: map[string]string{"Retry.MaxAttempt": "5"}},
+			"ChokaQ.Retry.MaxAttempt = 5 (override): unknown key (did you mean ChokaQ.Retry.MaxAttempts?)"},
+		{"override legacy typo", source{overrides: map[string]string{"MaxRetry": "5"}},
+			"ChokaQ.MaxRetry = 5 (override): unknown key (did you mean ChokaQ.MaxRetries?)"},
+		{"override queue setting typo", source{overrides: map[string]string{"QueueSettings.mail.MaxWorker": "1"}},
+			"ChokaQ.QueueSettings.mail.MaxWorker = 1 (override): unknown key (did you mean ChokaQ.QueueSettings.mail.MaxWorkers?)"},
+		{"override set twice", source{overrides: map[string]string{"Execution.Concurrency": "1", "execution.concurrency": "2"}},
+			"ChokaQ.execution.concurrency = 2 (override): is set twice (also as Execution.Concurrency)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, path, err := load(t, tt.src)
+			wantInvalid(t, err)
+			want := "config: " + strings.ReplaceAll(tt.want, "@", path)
+			if err.Error() != want {
+				t.Errorf("error\n got %q\nwant %q", err, want)
+			}
+		})
+	}
+}
+
+func TestDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"a", "", 1}, {"", "ab", 2}, {"kitten", "sitting", 3}, {"concurency", "concurrency", 1}, {"abc", "abc", 0}} {
+		if got := distance(tt.a, tt.b); got != tt.want {
+			t.Errorf("distance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+// Package faultstore wraps a jobs.Store so that a worker can lose it: once
+// Cut, every call through the wrapper fails with ErrCut, while the store
+// itself, and everyone else using it, carries on. To the store, the worker
+// behind the wrapper looks exactly like a crashed process or one cut off
+// from its database. Tests and the demo use it to kill workers mid-job.
+package faultstore
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// ErrCut is returned by every call while the wrapper is cut.
+var ErrCut = errors.New("faultstore: connection to the store lost")
+
+// Store is a jobs.Store that can be cut off and restored.
+type Store struct {
+	jobs.Store
+	cut atomic.Bool
+}
+
+var _ jobs.Store = (*Store)(nil)
+
+// New wraps s.
+func New(s jobs.Store) *Store { return &Store{Store: s} }
+
+// Cut makes every following call fail until Restore.
+func (s *Store) Cut() { s.cut.Store(true) }
+
+// Restore lets calls through again.
+func (s *Store) Restore() { s.cut.Store(false) }
+
+// IsCut reports whether calls fail now.
+func (s *Store) IsCut() bool { return s.cut.Load() }
+
+func (s *Store) check() error {
+	if s.cut.Load() {
+		return ErrCut
+	}
+	return nil
+}
+
+func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	if err := s.check(); err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	return s.Store.Enqueue(ctx, p)
+}
+
+func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.EnqueueMany(ctx, ps)
+}
+
+func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.Claim(ctx, p)
+}
+
+func (s *Store) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
+	if err := s.check(); err != nil {
+		return jobs.Started{}, err
+	}
+	return s.Store.Start(ctx, r, p)
+}
+
+func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.Heartbeat(ctx, refs)
+}
+
+func (s *Store) Complete(ctx context.Context, r jobs.LeaseRef) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.Store.Complete(ctx, r)
+}
+
+func (s *Store) Retry(ctx context.Context, r jobs.LeaseRef, p jobs.RetryParams) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.Store.Retry(ctx, r, p)
+}
+
+func (s *Store) DeadLetter(ctx context.Context, r jobs.LeaseRef, p jobs.DeadLetterParams) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.Store.DeadLetter(ctx, r, p)
+}
+
+func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return s.Store.Release(ctx, refs)
+}
+
+func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.RescueFetched(ctx, p)
+}
+
+func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.RescueZombies(ctx, p)
+}
+
+func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.RescueExpired(ctx, p)
+}
+
+func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return s.Store.Resurrect(ctx, p)
+}
+
+func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return s.Store.Purge(ctx, p)
+}
+
+func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.GetJob(ctx, id)
+}
+
+func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
+	if err := s.check(); err != nil {
+		return jobs.JobPage{}, err
+	}
+	return s.Store.ListJobs(ctx, p)
+}
+
+func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int64, error) {
+	if err := s.check(); err != nil {
+		return 0, err
+	}
+	return s.Store.CountJobs(ctx, t, f)
+}
+
+func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.Queues(ctx)
+}
+
+func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate) (jobs.QueueSettings, error) {
+	if err := s.check(); err != nil {
+		return jobs.QueueSettings{}, err
+	}
+	return s.Store.UpdateQueue(ctx, name, u)
+}
+
+func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.QueueStats(ctx)
+}
+
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	if err := s.check(); err != nil {
+		return time.Time{}, err
+	}
+	return s.Store.Now(ctx)
+}
