@@ -68,12 +68,27 @@ type Store interface {
 	// UpdateQueue changes a queue's settings, creating its row if needed.
 	UpdateQueue(ctx context.Context, name string, u QueueUpdate) (QueueSettings, error)
 	// QueueStats reports counts and lag for every queue that has a control
-	// row or any job.
+	// row or any job. It reads every table: an operator query.
 	QueueStats(ctx context.Context) ([]QueueStats, error)
+	// QueueDepths counts the hot jobs of the named queues by status, each
+	// count capped at Cap, so that sampling costs a bounded number of rows
+	// however deep a backlog grows.
+	QueueDepths(ctx context.Context, queues []string, cap int) ([]QueueDepth, error)
 
 	// Now reports the store's clock, the only clock used to judge expiry.
 	Now(ctx context.Context) (time.Time, error)
 }
+
+// QueueDepth is one queue's hot jobs by status, each capped (see QueueDepths).
+type QueueDepth struct {
+	Queue      string
+	Pending    int64 // due or not
+	Fetched    int64
+	Processing int64
+}
+
+// MaxDepthCap bounds QueueDepths' cap.
+const MaxDepthCap = 1_000_000
 
 // ClaimParams selects what a claim may take.
 type ClaimParams struct {
@@ -142,6 +157,9 @@ type Rescued struct {
 	LastSeen time.Time
 	// Reason is set for phases 2 and 3.
 	Reason FailureReason
+	// At is the store's time of the rescue, so At - LastSeen is how long the
+	// job went unnoticed, measured on one clock.
+	At time.Time
 }
 
 // Filter selects jobs for listing, counting, resurrect and purge. Empty
@@ -335,3 +353,19 @@ func (p RescueParams) Validate() error {
 
 // MaxWorkerIDLen caps a worker ID.
 const MaxWorkerIDLen = 200
+
+// ValidateDepthParams checks QueueDepths' arguments.
+func ValidateDepthParams(queues []string, cap int) error {
+	if cap < 1 || cap > MaxDepthCap {
+		return &ValidationError{Field: "cap", Value: cap, Rule: "must be between 1 and " + itoa(MaxDepthCap)}
+	}
+	if len(queues) > MaxFilterIDs {
+		return &ValidationError{Field: "queues", Value: len(queues), Rule: "at most " + itoa(MaxFilterIDs) + " queues"}
+	}
+	for _, q := range queues {
+		if err := ValidateQueueName(q); err != nil {
+			return err
+		}
+	}
+	return nil
+}

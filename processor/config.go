@@ -43,6 +43,9 @@ type Config struct {
 
 	Retry RetryPolicy
 
+	// Observer sees every claim, start and outcome (metrics); nil for none.
+	Observer Observer
+
 	// Logger receives stable messages with job_id, queue, type, lease and
 	// worker_id fields. Nil means no logging.
 	Logger *zap.Logger
@@ -105,6 +108,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
+	}
+	if c.Observer == nil {
+		c.Observer = nopObserver{}
 	}
 	return c
 }

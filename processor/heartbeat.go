@@ -75,6 +75,7 @@ type heartbeater struct {
 	cancelOn  bool
 	log       *zap.Logger
 	stats     *counters
+	observer  Observer
 
 	mu    sync.Mutex
 	heap  beatHeap
@@ -94,7 +95,7 @@ func newHeartbeater(store jobs.Store, cfg Config, stats *counters) *heartbeater 
 		store: store, min: cfg.HeartbeatIntervalMin, max: cfg.HeartbeatIntervalMax,
 		window: window, retryWait: max(cfg.HeartbeatIntervalMin/4, time.Millisecond),
 		threshold: cfg.HeartbeatFailureThreshold, cancelOn: cfg.CancelOnHeartbeatFailure,
-		log: cfg.Logger, stats: stats,
+		log: cfg.Logger, stats: stats, observer: cfg.Observer,
 		beats: map[jobs.LeaseRef]*beat{},
 		rng:   rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		wake:  make(chan struct{}, 1),
@@ -221,6 +222,7 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 			b.failures++
 			if b.failures == h.threshold {
 				h.stats.hbFailures.Add(1)
+				h.observer.HeartbeatDegraded(b.ref)
 				b.log.Error("heartbeat degraded: consecutive failures reached the threshold",
 					zap.Int("failures", b.failures), zap.Bool("cancel", h.cancelOn), zap.Error(err))
 			}

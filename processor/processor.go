@@ -233,6 +233,7 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 					fs[i] = &fetched{job: j, claimedAt: now}
 				}
 				p.stats.claimed.Add(int64(len(got)))
+				p.cfg.Observer.JobsClaimed(got)
 				p.buf.push(fs)
 			}
 			switch {
@@ -332,6 +333,7 @@ func (p *Processor) execute(f *fetched) {
 	switch {
 	case errors.Is(err, jobs.ErrLeaseLost):
 		p.stats.leaseLost.Add(1)
+		p.cfg.Observer.JobFinished(j, Result{Outcome: OutcomeLeaseLost})
 		log.Info("lease lost before start")
 		return
 	case err != nil:
@@ -341,6 +343,7 @@ func (p *Processor) execute(f *fetched) {
 		return
 	}
 	p.stats.started.Add(1)
+	p.cfg.Observer.JobStarted(j, st)
 	ref := j.Ref()
 	jobCtx, cancelJob := context.WithCancelCause(p.runCtx)
 	defer cancelJob(nil)
@@ -355,7 +358,9 @@ func (p *Processor) execute(f *fetched) {
 	}
 	log.Debug("job started", zap.Int("attempt", st.AttemptCount))
 	p.stats.running.Add(1)
+	began := time.Now()
 	herr := p.call(execCtx, hj)
+	ran := time.Since(began)
 	p.stats.running.Add(-1)
 	var cause error
 	if execCtx.Err() != nil {
@@ -363,7 +368,9 @@ func (p *Processor) execute(f *fetched) {
 	}
 	cancelExec()
 	p.hb.finishing(ref)
-	p.settle(log, ref, hj, herr, cause)
+	r := p.settle(log, ref, hj, herr, cause)
+	r.HandlerErr, r.Duration = herr, ran
+	p.cfg.Observer.JobFinished(j, r)
 }
 
 // call runs the handler, turning a panic into a *PanicError.
@@ -380,8 +387,9 @@ func (p *Processor) call(ctx context.Context, j *Job) (err error) {
 	return h(ctx, j)
 }
 
-// settle records a finished execution's outcome (DESIGN section 6).
-func (p *Processor) settle(log *zap.Logger, ref jobs.LeaseRef, j *Job, herr, cause error) {
+// settle records a finished execution's outcome (DESIGN section 6) and
+// reports what became of it.
+func (p *Processor) settle(log *zap.Logger, ref jobs.LeaseRef, j *Job, herr, cause error) Result {
 	if herr != nil && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
 		p.stats.failed.Add(1)
 	}
@@ -389,46 +397,56 @@ func (p *Processor) settle(log *zap.Logger, ref jobs.LeaseRef, j *Job, herr, cau
 	case errors.Is(cause, errLeaseLost):
 		p.stats.leaseLost.Add(1)
 		log.Warn("lease lost: the job was taken away; writing nothing", zap.NamedError("handler_error", herr))
+		return Result{Outcome: OutcomeLeaseLost}
 	case herr == nil:
-		if p.write(log, "complete", func(ctx context.Context) error { return p.store.Complete(ctx, ref) }) {
+		r := p.write(log, "complete", func(ctx context.Context) error { return p.store.Complete(ctx, ref) })
+		if r.Outcome == OutcomeSucceeded {
 			p.stats.succeeded.Add(1)
 			log.Debug("job succeeded")
 		}
+		return r
 	case errors.Is(cause, errShutdown):
-		p.retry(log, ref, 0, "interrupted by shutdown: "+herr.Error())
+		return p.retry(log, ref, 0, "interrupted by shutdown: "+herr.Error())
 	case errors.Is(cause, errHeartbeatFailure):
-		p.deadLetter(log, ref, jobs.ReasonHeartbeatFailure, "heartbeats failed; cancelled: "+herr.Error())
+		return p.deadLetter(log, ref, jobs.ReasonHeartbeatFailure, "heartbeats failed; cancelled: "+herr.Error())
 	case errors.Is(cause, errExecutionTimeout):
-		p.deadLetter(log, ref, jobs.ReasonTimeout, fmt.Sprintf("execution timeout: the handler ran past its deadline %s: %v", j.Deadline.UTC().Format(time.RFC3339Nano), herr))
+		return p.deadLetter(log, ref, jobs.ReasonTimeout, fmt.Sprintf("execution timeout: the handler ran past its deadline %s: %v", j.Deadline.UTC().Format(time.RFC3339Nano), herr))
 	case IsPermanent(herr):
-		p.deadLetter(log, ref, jobs.ReasonFatal, herr.Error())
+		return p.deadLetter(log, ref, jobs.ReasonFatal, herr.Error())
 	case j.Attempt >= j.MaxAttempts:
-		p.deadLetter(log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %v", j.Attempt, j.MaxAttempts, herr))
+		return p.deadLetter(log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %v", j.Attempt, j.MaxAttempts, herr))
 	default:
-		p.retry(log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), herr.Error())
+		return p.retry(log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), herr.Error())
 	}
 }
 
-func (p *Processor) retry(log *zap.Logger, ref jobs.LeaseRef, delay time.Duration, msg string) {
+func (p *Processor) retry(log *zap.Logger, ref jobs.LeaseRef, delay time.Duration, msg string) Result {
 	params := jobs.RetryParams{Delay: delay, Error: truncate(msg, maxLastError)}
-	if p.write(log, "retry", func(ctx context.Context) error { return p.store.Retry(ctx, ref, params) }) {
+	r := p.write(log, "retry", func(ctx context.Context) error { return p.store.Retry(ctx, ref, params) })
+	if r.Outcome == OutcomeSucceeded {
 		p.stats.retried.Add(1)
 		log.Info("job failed, retrying", zap.Duration("delay", delay), zap.String("error", firstLine(msg)))
+		r.Outcome = OutcomeRetried
 	}
+	return r
 }
 
-func (p *Processor) deadLetter(log *zap.Logger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) {
+func (p *Processor) deadLetter(log *zap.Logger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) Result {
 	params := jobs.DeadLetterParams{Reason: reason, Details: truncate(details, maxDetails)}
-	if p.write(log, "dead-letter", func(ctx context.Context) error { return p.store.DeadLetter(ctx, ref, params) }) {
+	r := p.write(log, "dead-letter", func(ctx context.Context) error { return p.store.DeadLetter(ctx, ref, params) })
+	if r.Outcome == OutcomeSucceeded {
 		p.stats.deadLettered.Add(1)
 		log.Warn("job dead-lettered", zap.Stringer("reason", reason), zap.String("error", firstLine(details)))
+		r = Result{Outcome: OutcomeDeadLettered, Reason: reason}
 	}
+	return r
 }
 
 // write records an outcome, retrying through a store outage for as long as
 // the processor runs: the job keeps its heartbeat meanwhile, so nothing is
-// rescued and nothing is lost. A lost lease ends it at once.
-func (p *Processor) write(log *zap.Logger, op string, fn func(context.Context) error) bool {
+// rescued and nothing is lost. A lost lease ends it at once. It reports
+// OutcomeSucceeded when the write went through.
+func (p *Processor) write(log *zap.Logger, op string, fn func(context.Context) error) Result {
 	wait := 100 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(p.writesCtx, 30*time.Second)
@@ -436,14 +454,14 @@ func (p *Processor) write(log *zap.Logger, op string, fn func(context.Context) e
 		cancel()
 		switch {
 		case err == nil:
-			return true
+			return Result{Outcome: OutcomeSucceeded}
 		case errors.Is(err, jobs.ErrLeaseLost):
 			p.stats.leaseLost.Add(1)
 			log.Warn("lease lost: "+op+" changed nothing", zap.Error(err))
-			return false
+			return Result{Outcome: OutcomeLeaseLost}
 		case errors.Is(err, jobs.ErrInvalidArgument):
 			log.Error(op+" refused by the store", zap.Error(err))
-			return false
+			return Result{Outcome: OutcomeUnsettled}
 		}
 		p.stats.storeErrors.Add(1)
 		log.Warn(op+" failed; will retry", zap.Duration("wait", wait), zap.Error(err))
@@ -452,7 +470,7 @@ func (p *Processor) write(log *zap.Logger, op string, fn func(context.Context) e
 		case <-p.writesCtx.Done():
 			t.Stop()
 			log.Warn(op+" abandoned at shutdown; rescue will settle the job", zap.Error(err))
-			return false
+			return Result{Outcome: OutcomeUnsettled}
 		case <-t.C:
 		}
 		wait = min(wait*2, 5*time.Second)

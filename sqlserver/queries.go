@@ -234,7 +234,7 @@ DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @cutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 UPDATE h
 SET Status = 0, WorkerId = NULL, LastUpdatedUtc = @now
-OUTPUT ` + rescuedOutput + `, deleted.LastUpdatedUtc, CAST(NULL AS INT)
+OUTPUT ` + rescuedOutput + `, deleted.LastUpdatedUtc, CAST(NULL AS INT), @now
 FROM {{s}}.JobsHot AS h
 INNER JOIN (
     SELECT TOP (@limit) c.Id
@@ -257,7 +257,7 @@ OUTPUT ` + dlqFromDeleted + `, 2,
         + N'Z, timeout ' + CONVERT(NVARCHAR(20), ISNULL(CAST(q.ZombieTimeoutSeconds AS BIGINT), @timeoutMs / 1000))
         + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
-OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2
+OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
 FROM {{s}}.JobsHot AS h
 INNER JOIN (
     SELECT TOP (@limit) c.Id
@@ -282,7 +282,7 @@ OUTPUT ` + dlqFromDeleted + `, 7,
     N'timeout: execution deadline passed (deadline ' + CONVERT(NVARCHAR(33), deleted.DeadlineUtc, 127)
         + N'Z, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
-OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, 7
+OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, 7, @now
 FROM {{s}}.JobsHot AS h
 INNER JOIN (
     SELECT TOP (@limit) c.Id
@@ -462,6 +462,17 @@ LEFT JOIN arc AS a ON a.Queue = n.Queue
 LEFT JOIN dlq AS d ON d.Queue = n.Queue
 ORDER BY n.Queue;`
 
+// Per-queue depth for metrics sampling: every count reads at most @cap rows
+// of IX_JobsHot_Claim, so a deep backlog costs no more than a shallow one.
+// Queue names cannot contain commas (jobs.ValidateQueueName), so a
+// comma-joined list split by STRING_SPLIT is safe.
+const qQueueDepths = `SELECT q.value,
+    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = q.value AND Status = 0) AS t),
+    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = q.value AND Status = 1) AS t),
+    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = q.value AND Status = 2) AS t)
+FROM (SELECT DISTINCT CAST(value AS NVARCHAR(100)) AS value FROM STRING_SPLIT(@queues, ',') WHERE value <> N'') AS q
+ORDER BY q.value;`
+
 const qNow = `SELECT SYSUTCDATETIME();`
 
 // qAgeForTest moves every stored instant back by @byMs milliseconds: to every
@@ -500,6 +511,7 @@ type queries struct {
 	resurrect                                            string
 	purge, list, count                                   map[jobs.Table]string
 	getJob, queues, updateQueue, queueStats, now         string
+	queueDepths                                          string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
 }

@@ -520,10 +520,10 @@ func (s *Store) rescue(ctx context.Context, op, stmt string, p jobs.RescueParams
 			var r jobs.Rescued
 			var worker sql.NullString
 			var reason sql.NullInt64
-			if err := rows.Scan(&r.ID, &r.Queue, &r.Type, &worker, &r.Lease, &r.LastSeen, &reason); err != nil {
+			if err := rows.Scan(&r.ID, &r.Queue, &r.Type, &worker, &r.Lease, &r.LastSeen, &reason, &r.At); err != nil {
 				return err
 			}
-			r.WorkerID, r.Reason, r.LastSeen = worker.String, jobs.FailureReason(reason.Int64), r.LastSeen.UTC()
+			r.WorkerID, r.Reason, r.LastSeen, r.At = worker.String, jobs.FailureReason(reason.Int64), r.LastSeen.UTC(), r.At.UTC()
 			out = append(out, r)
 		}
 		return rows.Err()
@@ -803,6 +803,34 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlserver: queue stats: %w", err)
+	}
+	return out, nil
+}
+
+// QueueDepths implements jobs.Store.
+func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]jobs.QueueDepth, error) {
+	if err := jobs.ValidateDepthParams(queues, limit); err != nil {
+		return nil, err
+	}
+	var out []jobs.QueueDepth
+	err := s.do(ctx, "queue depths", idempotent, func(ctx context.Context) error {
+		out = out[:0]
+		rows, err := s.db.QueryContext(ctx, s.q.queueDepths, named("queues", strings.Join(queues, ",")), named("cap", int64(limit)))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var d jobs.QueueDepth
+			if err := rows.Scan(&d.Queue, &d.Pending, &d.Fetched, &d.Processing); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: queue depths: %w", err)
 	}
 	return out, nil
 }

@@ -145,7 +145,7 @@ func TestRenderedStatements(t *testing.T) {
 		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "retry": q.retry, "deadLetter": q.deadLetter,
 		"release": q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
-		"updateQueue": q.updateQueue, "queueStats": q.queueStats, "ageForTest": q.ageForTest,
+		"updateQueue": q.updateQueue, "queueStats": q.queueStats, "ageForTest": q.ageForTest, "queueDepths": q.queueDepths,
 	}
 	for tb, m := range map[string]map[jobs.Table]string{"list": q.list, "count": q.count, "purge": q.purge} {
 		for table, stmt := range m {

@@ -40,6 +40,9 @@ type Config struct {
 	Logger *zap.Logger
 	// OnRescue, when set, sees every rescued job (for metrics and events).
 	OnRescue func(phase Phase, r jobs.Rescued)
+	// OnSweep, when set, sees every finished sweep, failed or skipped ones
+	// included (for readiness checks and event feeds).
+	OnSweep func(res Result, err error)
 }
 
 // DefaultBatchSize is the rescue batch unless configured.
@@ -140,12 +143,16 @@ func New(store jobs.Store, cfg Config) (*Rescuer, error) {
 
 // Sweep runs phases 1 to 3 once. Each phase repeats its bounded statement
 // until a short batch. It returns what moved, also when a phase fails.
-func (r *Rescuer) Sweep(ctx context.Context) (Result, error) {
-	var res Result
-	defer func() { r.lastSweep.Store(time.Now().UnixNano()) }()
+func (r *Rescuer) Sweep(ctx context.Context) (res Result, err error) {
+	defer func() {
+		r.lastSweep.Store(time.Now().UnixNano())
+		if r.cfg.OnSweep != nil {
+			r.cfg.OnSweep(res, err)
+		}
+	}()
 	if r.cfg.Leader != nil {
-		lead, err := r.cfg.Leader.TryLead(ctx)
-		if err != nil {
+		lead, lerr := r.cfg.Leader.TryLead(ctx)
+		if err = lerr; err != nil {
 			r.failed.Add(1)
 			return res, fmt.Errorf("zombie: leader election: %w", err)
 		}

@@ -215,3 +215,23 @@ func TestNewRejectsBadConfig(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestOnSweepSeesEverySweep(t *testing.T) {
+	s := &failingStore{Store: memstore.New()}
+	var results []zombie.Result
+	var errs []error
+	r, _ := zombie.New(s, zombie.Config{OnSweep: func(res zombie.Result, err error) {
+		results = append(results, res)
+		errs = append(errs, err)
+	}})
+	if _, err := r.Sweep(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s.down.Store(true)
+	if _, err := r.Sweep(t.Context()); err == nil {
+		t.Fatal("sweep on a failing store succeeded")
+	}
+	if len(results) != 2 || errs[0] != nil || !errors.Is(errs[1], errDown) {
+		t.Fatalf("OnSweep saw %v / %v", results, errs)
+	}
+}

@@ -184,6 +184,13 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 	return s.Store.QueueStats(ctx)
 }
 
+func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]jobs.QueueDepth, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.QueueDepths(ctx, queues, limit)
+}
+
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if err := s.check(); err != nil {
 		return time.Time{}, err

@@ -376,7 +376,7 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		if j.Status != jobs.StatusFetched || !j.LastUpdatedAt.Before(cutoff) {
 			continue
 		}
-		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.LastUpdatedAt})
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.LastUpdatedAt, At: now})
 		s.queue(j.Queue).active--
 		toPending(j, now)
 		s.pushPending(j, now)
@@ -414,7 +414,7 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		if !seen.Before(now.Add(-timeout)) {
 			continue
 		}
-		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: seen, Reason: jobs.ReasonZombie})
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: seen, Reason: jobs.ReasonZombie, At: now})
 		s.toDLQ(j, jobs.ReasonZombie, jobs.ZombieDetails(seen, timeout, j.WorkerID), now)
 	}
 	return out, nil
@@ -436,7 +436,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		if j.Status != jobs.StatusProcessing || j.DeadlineAt.IsZero() || !j.DeadlineAt.Before(now) {
 			continue
 		}
-		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.DeadlineAt, Reason: jobs.ReasonTimeout})
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.DeadlineAt, Reason: jobs.ReasonTimeout, At: now})
 		s.toDLQ(j, jobs.ReasonTimeout, jobs.DeadlineDetails(j.DeadlineAt, j.WorkerID), now)
 	}
 	return out, nil
@@ -727,6 +727,44 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 		out = append(out, *st)
 	}
 	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	return out, nil
+}
+
+// QueueDepths implements jobs.Store.
+func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]jobs.QueueDepth, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := jobs.ValidateDepthParams(queues, limit); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]jobs.QueueDepth, 0, len(queues))
+	idx := map[string]int{}
+	for _, q := range uniq(queues) {
+		idx[q] = len(out)
+		out = append(out, jobs.QueueDepth{Queue: q})
+	}
+	bump := func(n *int64) {
+		if *n < int64(limit) {
+			*n++
+		}
+	}
+	for _, j := range s.hot {
+		i, ok := idx[j.Queue]
+		if !ok {
+			continue
+		}
+		switch j.Status {
+		case jobs.StatusPending:
+			bump(&out[i].Pending)
+		case jobs.StatusFetched:
+			bump(&out[i].Fetched)
+		case jobs.StatusProcessing:
+			bump(&out[i].Processing)
+		}
+	}
 	return out, nil
 }
 

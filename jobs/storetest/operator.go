@@ -290,4 +290,40 @@ var operatorCases = []testCase{
 	}},
 }
 
+var depthCases = []testCase{
+	{"QueueDepthsCountsByStatusUpToTheCap", func(t *testing.T, h *Harness) {
+		enqueueN(t, h, 7, jobs.EnqueueParams{Queue: "deep"})
+		enqueueN(t, h, 2, jobs.EnqueueParams{Queue: "shallow"})
+		claim(t, h, worker1, 2, "shallow")
+		start(t, h, claim(t, h, worker1, 1, "deep")[0].Ref())
+		got, err := h.Store.QueueDepths(ctxOf(t), []string{"deep", "shallow", "empty"}, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]jobs.QueueDepth{
+			"deep":    {Queue: "deep", Pending: 5, Processing: 1}, // 6 pending, capped at 5
+			"shallow": {Queue: "shallow", Fetched: 2},
+			"empty":   {Queue: "empty"},
+		}
+		if len(got) != 3 {
+			t.Fatalf("QueueDepths = %+v, want 3 queues", got)
+		}
+		for _, d := range got {
+			if d != want[d.Queue] {
+				t.Fatalf("depth %+v, want %+v", d, want[d.Queue])
+			}
+		}
+		_, err = h.Store.QueueDepths(ctxOf(t), []string{"deep"}, 0)
+		wantInvalid(t, err, "cap")
+	}},
+	{"RescuedReportsTheStoreTime", func(t *testing.T, h *Harness) {
+		running(t, h, jobs.EnqueueParams{})
+		h.Advance(t, globalZombie+time.Minute)
+		rs := rescueZombies(t, h)
+		if len(rs) != 1 || rs[0].At.Sub(rs[0].LastSeen) < globalZombie {
+			t.Fatalf("rescued %+v: want At - LastSeen >= the zombie timeout", rs)
+		}
+	}},
+}
+
 func reasonp(r jobs.FailureReason) *jobs.FailureReason { return &r }

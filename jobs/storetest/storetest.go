@@ -40,6 +40,7 @@ func Run(t *testing.T, newHarness Factory) {
 		{"Worker", workerCases},
 		{"Rescue", rescueCases},
 		{"Operator", operatorCases},
+		{"Depth", depthCases},
 		{"Invariant", invariantCases},
 	}
 	for _, g := range groups {
@@ -54,7 +55,7 @@ func Run(t *testing.T, newHarness Factory) {
 // CaseCount reports how many cases Run runs (subtests of table cases not
 // counted), so a store's test can assert it ran the whole contract.
 func CaseCount() int {
-	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(rescueCases) + len(operatorCases) + len(invariantCases)
+	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(rescueCases) + len(operatorCases) + len(depthCases) + len(invariantCases)
 }
 
 const (
