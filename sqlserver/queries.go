@@ -562,6 +562,7 @@ func render(quotedSchema string) *queries {
 		updateQueue:    r.Replace(qUpdateQueue),
 		queueStats:     r.Replace(qQueueStats),
 		now:            qNow,
+		queueDepths:    r.Replace(qQueueDepths),
 		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
 		resetForTest:   r.Replace(qResetForTest),
 		tryAppLock:     qTryAppLock,
