@@ -96,33 +96,37 @@ type QueueSetting struct {
 	ExecutionTimeoutSeconds *int
 }
 
-// Default returns every default of DESIGN section 8.
+// Default returns every default of DESIGN section 8. The values come from
+// the packages that use them (processor, zombie, jobs), so there is one
+// source for each default.
 func Default() *Config {
+	p, r := processor.DefaultConfig(), zombie.DefaultConfig()
 	return &Config{
 		Schema: schema.DefaultName,
-		Queues: []string{jobs.DefaultQueue},
+		Queues: p.Queues,
 		Execution: Execution{
-			Concurrency:               10,
-			PrefetchSize:              100,
-			BatchSize:                 20,
-			PollInterval:              time.Second,
-			DefaultTimeout:            15 * time.Minute,
-			HeartbeatIntervalMin:      8 * time.Second,
-			HeartbeatIntervalMax:      12 * time.Second,
-			HeartbeatFailureThreshold: 10,
-			ShutdownTimeout:           30 * time.Second,
+			Concurrency:               p.Concurrency,
+			PrefetchSize:              p.PrefetchSize,
+			BatchSize:                 p.BatchSize,
+			PollInterval:              p.PollInterval,
+			DefaultTimeout:            p.DefaultTimeout,
+			HeartbeatIntervalMin:      p.HeartbeatIntervalMin,
+			HeartbeatIntervalMax:      p.HeartbeatIntervalMax,
+			HeartbeatFailureThreshold: p.HeartbeatFailureThreshold,
+			CancelOnHeartbeatFailure:  p.CancelOnHeartbeatFailure,
+			ShutdownTimeout:           p.ShutdownTimeout,
 		},
 		Retry: Retry{
 			MaxAttempts:       jobs.DefaultMaxAttempts,
-			BaseDelay:         3 * time.Second,
-			MaxDelay:          time.Hour,
-			BackoffMultiplier: 2,
-			JitterMaxDelay:    time.Second,
+			BaseDelay:         p.Retry.BaseDelay,
+			MaxDelay:          p.Retry.MaxDelay,
+			BackoffMultiplier: p.Retry.BackoffMultiplier,
+			JitterMaxDelay:    p.Retry.JitterMaxDelay,
 		},
 		Recovery: Recovery{
-			ScanInterval:            time.Minute,
-			FetchedJobTimeout:       10 * time.Minute,
-			ProcessingZombieTimeout: 10 * time.Minute,
+			ScanInterval:            r.ScanInterval,
+			FetchedJobTimeout:       r.FetchedJobTimeout,
+			ProcessingZombieTimeout: r.ProcessingZombieTimeout,
 		},
 		QueueSettings: map[string]QueueSetting{},
 	}

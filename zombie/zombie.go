@@ -105,25 +105,37 @@ type Rescuer struct {
 	started bool
 }
 
+// DefaultConfig returns DESIGN section 8's rescue defaults.
+func DefaultConfig() Config {
+	return Config{
+		ScanInterval:            time.Minute,
+		FetchedJobTimeout:       10 * time.Minute,
+		ProcessingZombieTimeout: 10 * time.Minute,
+		BatchSize:               DefaultBatchSize,
+		MaxBatchesPerPhase:      100,
+	}
+}
+
 // New validates cfg and returns a Rescuer.
 func New(store jobs.Store, cfg Config) (*Rescuer, error) {
 	if store == nil {
 		return nil, errors.New("zombie: nil store")
 	}
+	d := DefaultConfig()
 	if cfg.ScanInterval == 0 {
-		cfg.ScanInterval = time.Minute
+		cfg.ScanInterval = d.ScanInterval
 	}
 	if cfg.FetchedJobTimeout == 0 {
-		cfg.FetchedJobTimeout = 10 * time.Minute
+		cfg.FetchedJobTimeout = d.FetchedJobTimeout
 	}
 	if cfg.ProcessingZombieTimeout == 0 {
-		cfg.ProcessingZombieTimeout = 10 * time.Minute
+		cfg.ProcessingZombieTimeout = d.ProcessingZombieTimeout
 	}
 	if cfg.BatchSize == 0 {
-		cfg.BatchSize = DefaultBatchSize
+		cfg.BatchSize = d.BatchSize
 	}
 	if cfg.MaxBatchesPerPhase == 0 {
-		cfg.MaxBatchesPerPhase = 100
+		cfg.MaxBatchesPerPhase = d.MaxBatchesPerPhase
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
