@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
+	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -49,6 +52,13 @@ type Config struct {
 
 	// Queues are written to the store's queue settings at Start.
 	Queues map[string]jobs.QueueUpdate
+
+	// Telemetry, when set, records the Client's metrics (package
+	// telemetry): it observes the processor next to any Observer in
+	// Processor, hooks the rescue loop next to any OnRescue and OnSweep in
+	// Rescue (sampling the depth of the served queues and of Queues after
+	// each sweep), reports the processor's gauges, and counts enqueues.
+	Telemetry *telemetry.Metrics
 
 	// Logger, nil for none.
 	Logger *zap.Logger
@@ -106,6 +116,9 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	if pc.Logger == nil {
 		pc.Logger = cfg.Logger
 	}
+	if cfg.Telemetry != nil {
+		pc = cfg.Telemetry.InstrumentProcessor(pc)
+	}
 	if !cfg.DisableProcessor {
 		if reg == nil {
 			return nil, errors.New("chokaq: a handler registry is required unless DisableProcessor is set")
@@ -115,6 +128,9 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 			return nil, err
 		}
 		c.proc = p
+		if cfg.Telemetry != nil {
+			cfg.Telemetry.ObserveProcessor(p)
+		}
 	}
 	if !cfg.DisableRescue {
 		rc := cfg.Rescue
@@ -128,6 +144,9 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 			c.leader = sqlserver.NewLeader(c.sql, "rescue")
 			rc.Leader = c.leader
 		}
+		if cfg.Telemetry != nil {
+			rc = cfg.Telemetry.InstrumentRescue(rc, c.store, c.depthQueues(pc))
+		}
 		r, err := zombie.New(c.store, rc)
 		if err != nil {
 			return nil, err
@@ -135,6 +154,21 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		c.rescuer = r
 	}
 	return c, nil
+}
+
+// depthQueues are the queues whose depth the rescue loop samples: the ones
+// this process serves and the ones it configures.
+func (c *Client) depthQueues(pc processor.Config) []string {
+	qs := slices.Clone(pc.Queues)
+	if len(qs) == 0 && !c.cfg.DisableProcessor {
+		qs = []string{jobs.DefaultQueue}
+	}
+	for _, q := range slices.Sorted(maps.Keys(c.cfg.Queues)) {
+		if !slices.Contains(qs, q) {
+			qs = append(qs, q)
+		}
+	}
+	return qs
 }
 
 // Start checks the schema (SQL Server), writes queue settings, then starts
@@ -192,8 +226,10 @@ func (c *Client) withDefaults(p jobs.EnqueueParams) jobs.EnqueueParams {
 
 // Enqueue adds a job and wakes this process's processor.
 func (c *Client) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	r, err := c.store.Enqueue(ctx, c.withDefaults(p))
+	p = c.withDefaults(p)
+	r, err := c.store.Enqueue(ctx, p)
 	if err == nil {
+		c.countEnqueued([]jobs.EnqueueParams{p}, []jobs.EnqueueResult{r})
 		c.notify()
 	}
 	return r, err
@@ -207,6 +243,7 @@ func (c *Client) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jo
 	}
 	r, err := c.store.EnqueueMany(ctx, filled)
 	if err == nil {
+		c.countEnqueued(filled, r)
 		c.notify()
 	}
 	return r, err
@@ -218,7 +255,38 @@ func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams
 	if c.sql == nil {
 		return jobs.EnqueueResult{}, ErrTxUnsupported
 	}
-	return c.sql.EnqueueTx(ctx, tx, c.withDefaults(p))
+	p = c.withDefaults(p)
+	r, err := c.sql.EnqueueTx(ctx, tx, p)
+	if err == nil {
+		// Counted at insert: a job whose transaction later rolls back was
+		// counted anyway, since the Client never sees the commit.
+		c.countEnqueued([]jobs.EnqueueParams{p}, []jobs.EnqueueResult{r})
+	}
+	return r, err
+}
+
+// countEnqueued records the jobs an enqueue added; a duplicate of an
+// idempotency key added nothing.
+func (c *Client) countEnqueued(ps []jobs.EnqueueParams, rs []jobs.EnqueueResult) {
+	m := c.cfg.Telemetry
+	if m == nil {
+		return
+	}
+	type queueType struct{ queue, typ string }
+	added := map[queueType]int{}
+	for i, p := range ps {
+		if i >= len(rs) || rs[i].Duplicate {
+			continue
+		}
+		queue := p.Queue
+		if queue == "" {
+			queue = jobs.DefaultQueue
+		}
+		added[queueType{queue, p.Type}]++
+	}
+	for k, n := range added {
+		m.RecordEnqueued(k.queue, k.typ, n)
+	}
 }
 
 func (c *Client) notify() {
@@ -235,3 +303,15 @@ func (c *Client) Processor() *processor.Processor { return c.proc }
 
 // Rescuer returns the rescue loop, nil when disabled.
 func (c *Client) Rescuer() *zombie.Rescuer { return c.rescuer }
+
+// Health returns readiness checks over the Client's store, schema, rescue
+// loop and processor, for /healthz and /readyz (see telemetry.Mount). Call
+// it when the Client starts: the rescue loop's grace period counts from
+// then.
+func (c *Client) Health() *telemetry.Health {
+	hc := telemetry.HealthConfig{Store: c.store, Rescuer: c.rescuer}
+	if c.proc != nil {
+		hc.Processors = []*processor.Processor{c.proc}
+	}
+	return telemetry.NewHealth(hc)
+}

@@ -145,6 +145,8 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.AddCommand(a.versionCommand(), a.migrateCommand(), a.enqueueCommand(), a.dlqCommand(), a.queuesCommand(),
 		a.statsCommand(), a.rescueCommand(), a.demoCommand(), a.configCommand())
+	root.AddCommand(a.dashboardCommand())
+	root.AddCommand(a.serveMetricsCommand())
 	// Unknown subcommands and wrong argument counts are usage errors too.
 	markUsage(root)
 	return root

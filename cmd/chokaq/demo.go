@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
+	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -44,6 +46,7 @@ type demoSummary struct {
 
 func (a *app) demoCommand() *cobra.Command {
 	var limit time.Duration
+	var metrics demoMetrics
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Run a mixed workload with a dying worker and a hanging handler, then show rescue and resurrect",
@@ -51,20 +54,88 @@ func (a *app) demoCommand() *cobra.Command {
 connection string is configured. It enqueues a mixed workload on two queues
 with different zombie timeouts, runs a processor and the rescue loop with
 short timeouts, kills one worker in the middle of a job and lets one handler
-hang, prints live progress, then resurrects the zombie and shows it succeed.`,
+hang, prints live progress, then resurrects the zombie and shows it succeed.
+
+With --metrics-addr it also records metrics and serves /metrics, /healthz
+and /readyz on that address while it runs (see docs/operations.md);
+--metrics-linger keeps serving that long after the demo's workers stopped,
+so a scraper sees the final counts.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), limit)
 			defer cancel()
-			return a.runDemo(ctx)
+			return a.runDemo(ctx, metrics)
 		},
 	}
 	c.Flags().DurationVar(&limit, "timeout", 55*time.Second, "give up after this long")
+	c.Flags().StringVar(&metrics.addr, "metrics-addr", "", "serve /metrics, /healthz and /readyz on this host:port while the demo runs (empty: off)")
+	c.Flags().DurationVar(&metrics.linger, "metrics-linger", 0, "with --metrics-addr, keep serving this long after the demo finished")
 	return c
 }
 
-func (a *app) runDemo(ctx context.Context) error {
+// demoMetrics is the demo's optional telemetry.
+type demoMetrics struct {
+	addr   string
+	linger time.Duration
+	m      *telemetry.Metrics // nil when off
+	prom   *telemetry.Prometheus
+}
+
+// start sets up recording when --metrics-addr is set.
+func (d *demoMetrics) start(a *app) error {
+	if d.addr == "" {
+		return nil
+	}
+	if _, _, err := net.SplitHostPort(d.addr); err != nil {
+		return usage("--metrics-addr %q: want host:port, e.g. %s", d.addr, defaultMetricsAddr)
+	}
+	prom, err := telemetry.NewPrometheus()
+	if err != nil {
+		return err
+	}
+	m, err := telemetry.New(telemetry.Options{MeterProvider: prom.MeterProvider(), Logger: a.log})
+	if err != nil {
+		return err
+	}
+	d.prom, d.m = prom, m
+	return nil
+}
+
+// serve starts the endpoints and returns what stops them: after lingering
+// (unless ctx ended: the demo failed or was interrupted), it shuts the
+// server down.
+func (d *demoMetrics) serve(ctx context.Context, a *app, health *telemetry.Health) (func(), error) {
+	if d.m == nil {
+		return func() {}, nil
+	}
+	srv, err := startTelemetryServer(d.addr, d.prom.MetricsHandler(), health, a.log)
+	if err != nil {
+		return nil, err
+	}
+	a.say("metrics on http://%s/metrics (also /healthz and /readyz)", srv.addr)
+	return func() {
+		if d.linger > 0 && ctx.Err() == nil {
+			a.say("still serving metrics for %s (--metrics-linger)", d.linger)
+			t := time.NewTimer(d.linger)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.stop(stopCtx)
+		_ = d.m.Close()
+		_ = d.prom.Shutdown(stopCtx)
+	}, nil
+}
+
+func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 	started := time.Now()
+	if err := metrics.start(a); err != nil {
+		return err
+	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
@@ -112,6 +183,9 @@ func (a *app) runDemo(ctx context.Context) error {
 		Retry:  processor.RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, BackoffMultiplier: 2, JitterMaxDelay: 200 * time.Millisecond},
 		Logger: a.log,
 	}
+	if metrics.m != nil {
+		pcfg = metrics.m.InstrumentProcessor(pcfg)
+	}
 	var ids []int64
 	enqueue := func(n int, p jobs.EnqueueParams) error {
 		ps := make([]jobs.EnqueueParams, n)
@@ -120,8 +194,15 @@ func (a *app) runDemo(ctx context.Context) error {
 			ps[i].CreatedBy = "chokaq demo"
 		}
 		rs, err := store.EnqueueMany(ctx, ps)
+		added := 0
 		for _, r := range rs {
 			ids = append(ids, r.ID)
+			if !r.Duplicate {
+				added++
+			}
+		}
+		if metrics.m != nil {
+			metrics.m.RecordEnqueued(p.Queue, p.Type, added)
 		}
 		return err
 	}
@@ -147,6 +228,9 @@ func (a *app) runDemo(ctx context.Context) error {
 	doomed, err := processor.New(doomedStore, doomedReg, dcfg)
 	if err != nil {
 		return err
+	}
+	if metrics.m != nil {
+		metrics.m.ObserveProcessor(doomed)
 	}
 	if err := doomed.Start(ctx); err != nil {
 		return err
@@ -188,11 +272,24 @@ func (a *app) runDemo(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rescuer, err := zombie.New(store, zombie.Config{ScanInterval: time.Second, FetchedJobTimeout: 3 * time.Second,
-		ProcessingZombieTimeout: 10 * time.Second, Logger: a.log.Named("rescue")})
+	rcfg := zombie.Config{ScanInterval: time.Second, FetchedJobTimeout: 3 * time.Second,
+		ProcessingZombieTimeout: 10 * time.Second, Logger: a.log.Named("rescue")}
+	if metrics.m != nil {
+		metrics.m.ObserveProcessor(healthy)
+		rcfg = metrics.m.InstrumentRescue(rcfg, store, []string{demoFast, demoSlow})
+	}
+	rescuer, err := zombie.New(store, rcfg)
 	if err != nil {
 		return err
 	}
+	// Readiness watches both workers: the doomed one's failing heartbeats
+	// make the demo unready, which is the point.
+	stopMetrics, err := metrics.serve(ctx, a, telemetry.NewHealth(telemetry.HealthConfig{
+		Store: store, Rescuer: rescuer, Processors: []*processor.Processor{doomed, healthy}}))
+	if err != nil {
+		return err
+	}
+	defer stopMetrics() // last, after the workers stopped: their final counts are served
 	if err := rescuer.Start(ctx); err != nil {
 		return err
 	}

@@ -1,0 +1,446 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/chokaq/chokaq-go/config"
+	"github.com/chokaq/chokaq-go/dashboard"
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/faultstore"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/schema"
+	"github.com/chokaq/chokaq-go/sqlserver"
+	"github.com/chokaq/chokaq-go/telemetry"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// dashboardTokenEnv passes the auth token without putting it on the
+// command line, where other users of the machine can read it.
+const dashboardTokenEnv = "CHOKAQ_DASHBOARD_TOKEN"
+
+type dashboardFlags struct {
+	addr, token, basic string
+	readOnly, demo     bool
+}
+
+func (a *app) dashboardCommand() *cobra.Command {
+	var fl dashboardFlags
+	c := &cobra.Command{
+		Use:   "dashboard",
+		Short: "Serve the operations dashboard: queues, active jobs, dead letters, archive, live console",
+		Long: `dashboard serves the web dashboard over the configured store until
+interrupted. It listens on 127.0.0.1:8080 unless --addr says otherwise; any
+address other than a loopback one needs --auth-token (or $` + dashboardTokenEnv + `)
+or --basic-auth, because the dashboard can resurrect and purge jobs.
+
+On the in-memory store it also runs a small demo workload in-process (a
+processor and the rescue loop with short timeouts, a steady trickle of jobs of
+which some fail, some hang past their deadline and some lose their worker), so
+every page has live data. --demo runs the same workload on SQL Server, on
+queues named demo-*; there the rescue loop keeps the configured Recovery
+timeouts, since they apply to every queue.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runDashboard(cmd.Context(), fl)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&fl.addr, "addr", "127.0.0.1:8080", "listen address (host:port); non-loopback needs authentication")
+	f.BoolVar(&fl.readOnly, "read-only", false, "hide every action and refuse action requests")
+	f.StringVar(&fl.token, "auth-token", "", "require this token (Authorization: Bearer, or the login form); default $"+dashboardTokenEnv)
+	f.StringVar(&fl.basic, "basic-auth", "", "require HTTP basic credentials user:password")
+	f.BoolVar(&fl.demo, "demo", false, "run the demo workload also on SQL Server (always on with the in-memory store)")
+	return c
+}
+
+// dashboardAuth builds the credentials from the flags and the environment.
+func (a *app) dashboardAuth(fl dashboardFlags) (dashboard.Auth, error) {
+	auth := dashboard.Auth{Token: fl.token}
+	if auth.Token == "" {
+		for _, kv := range a.env {
+			if v, ok := strings.CutPrefix(kv, dashboardTokenEnv+"="); ok {
+				auth.Token = v
+			}
+		}
+	}
+	if fl.basic != "" {
+		user, pass, ok := strings.Cut(fl.basic, ":")
+		if !ok || user == "" || pass == "" {
+			return auth, usage("--basic-auth: want user:password")
+		}
+		auth.BasicUser, auth.BasicPassword = user, pass
+	}
+	return auth, nil
+}
+
+func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
+	auth, err := a.dashboardAuth(fl)
+	if err != nil {
+		return err
+	}
+	// Refuse an open address before touching the store or the network.
+	if err := dashboard.CheckListen(fl.addr, auth); err != nil {
+		return &usageError{err}
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	memory := cfg.StorageKind() == config.StorageMemory
+	if fl.demo && !memory {
+		if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
+			return fmt.Errorf("migrate: %w", sqlserver.RedactError(err, cfg.ConnectionString))
+		}
+	}
+	store, closeStore, err := a.openStore(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+
+	dash, err := dashboard.New(store, dashboard.Options{ReadOnly: fl.readOnly, Auth: auth, Logger: a.log.Named("dashboard")})
+	if err != nil {
+		return err
+	}
+	// Metrics and health of whatever runs in this process (the demo
+	// workload, if any) are served next to the pages.
+	prom, err := telemetry.NewPrometheus()
+	if err != nil {
+		return err
+	}
+	defer prom.Shutdown(context.Background())
+	metrics, err := telemetry.New(telemetry.Options{MeterProvider: prom.MeterProvider(), Logger: a.log})
+	if err != nil {
+		return err
+	}
+	defer metrics.Close()
+	healthCfg := telemetry.HealthConfig{Store: store}
+	if memory || fl.demo {
+		// Short rescue timeouts make the demo lively, but rescue phases 1
+		// and 2 apply to every queue without its own timeout: on a shared
+		// database they keep the configured ones, so the demo never
+		// dead-letters an application's slow-beating jobs. The demo queues
+		// set their own zombie and execution timeouts.
+		rescue := zombie.Config{ScanInterval: time.Second, FetchedJobTimeout: 3 * time.Second, ProcessingZombieTimeout: 10 * time.Second}
+		if !memory {
+			rescue = zombie.Config{ScanInterval: 2 * time.Second, FetchedJobTimeout: cfg.Recovery.FetchedJobTimeout,
+				ProcessingZombieTimeout: cfg.Recovery.ProcessingZombieTimeout}
+		}
+		demo, err := a.startDashboardDemo(ctx, store, dash, rescue, metrics)
+		if err != nil {
+			return err
+		}
+		defer demo.stop()
+		healthCfg.Rescuer, healthCfg.Processors = demo.rescuer, []*processor.Processor{demo.worker}
+	}
+
+	ln, err := net.Listen("tcp", fl.addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", fl.addr, err)
+	}
+	mux := http.NewServeMux()
+	telemetry.Mount(mux, prom.MetricsHandler(), telemetry.NewHealth(healthCfg))
+	mux.Handle("/", dash)
+	// Event streams last as long as a page is open; serveCtx ends them at
+	// shutdown so Shutdown does not wait for browsers.
+	serveCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer endStreams()
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return serveCtx },
+		ErrorLog:          zap.NewStdLog(a.log.Named("http")),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	what := "the " + sqlserver.RedactDSN(cfg.ConnectionString) + " store"
+	if memory {
+		what = "the in-memory store with a demo workload (its data lives only as long as this command)"
+	} else if fl.demo {
+		what += ", with a demo workload on the demo-* queues"
+	}
+	mode := ""
+	if fl.readOnly {
+		mode = " (read-only)"
+	}
+	a.say("chokaq dashboard%s on %s", mode, what)
+	a.say("listening on http://%s/  (Ctrl-C to stop); /metrics, /healthz and /readyz beside it", ln.Addr())
+
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		return fmt.Errorf("dashboard server: %w", err)
+	}
+	endStreams()
+	dash.Close()
+	shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("dashboard shutdown: %w", err)
+	}
+	a.say("dashboard stopped")
+	return nil
+}
+
+// The demo workload's queues. They are prefixed so that --demo on a real
+// database never touches an application's own queues.
+const (
+	dqMail    = "demo-mail"
+	dqBilling = "demo-billing"
+	dqMedia   = "demo-media"
+	dqImports = "demo-imports"
+	dqReports = "demo-reports"
+)
+
+// dashboardDemo is the running demo workload.
+type dashboardDemo struct {
+	worker  *processor.Processor
+	rescuer *zombie.Rescuer
+	stop    func()
+}
+
+// startDashboardDemo runs a processor, the rescue loop (feeding the
+// dashboard's console) and a trickle of jobs, so that every page of the
+// dashboard has something to show: successes, retries, fatal errors,
+// exhausted retries, handlers that hang past their deadline, and workers
+// that die mid-job (cut off with faultstore), leaving a zombie and buffered
+// jobs for rescue. Both record into metrics.
+func (a *app) startDashboardDemo(ctx context.Context, store jobs.Store, dash *dashboard.Dashboard, rescue zombie.Config, metrics *telemetry.Metrics) (*dashboardDemo, error) {
+	for q, u := range map[string]jobs.QueueUpdate{
+		dqMail:    {MaxWorkers: intPtr(4)},
+		dqBilling: {ZombieTimeoutSeconds: intPtr(30)},
+		dqMedia:   {ExecutionTimeoutSeconds: intPtr(3), ZombieTimeoutSeconds: intPtr(60)},
+		dqImports: {ZombieTimeoutSeconds: intPtr(4)},
+		dqReports: {Paused: boolPtr(true)},
+	} {
+		if _, err := store.UpdateQueue(ctx, q, u); err != nil {
+			return nil, err
+		}
+	}
+	// A paused queue with a backlog, for the operator to resume.
+	reports := make([]jobs.EnqueueParams, 6)
+	for i := range reports {
+		reports[i] = jobs.EnqueueParams{Queue: dqReports, Type: "report.build", Payload: fmt.Appendf(nil, `{"report":"monthly","region":%d}`, i+1), CreatedBy: "chokaq dashboard demo"}
+	}
+	if _, err := store.EnqueueMany(ctx, reports); err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	end := make(chan struct{}) // releases hanging handlers at shutdown
+	var wg sync.WaitGroup
+	pcfg := processor.Config{
+		WorkerID: "demo-worker-1", Queues: []string{dqMail, dqBilling, dqMedia, dqImports, dqReports},
+		Concurrency: 8, PrefetchSize: 16, BatchSize: 8, PollInterval: 200 * time.Millisecond, DefaultTimeout: 30 * time.Second,
+		HeartbeatIntervalMin: 500 * time.Millisecond, HeartbeatIntervalMax: time.Second,
+		ShutdownTimeout: 2 * time.Second, FetchedJobTimeout: 3 * time.Second,
+		Retry: processor.RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, BackoffMultiplier: 2, JitterMaxDelay: 200 * time.Millisecond},
+		// The console shows the demo's dead letters; the terminal needs only errors.
+		Logger: a.log.Named("demo").WithOptions(zap.IncreaseLevel(zapcore.ErrorLevel)),
+	}
+	worker, err := processor.New(store, demoRegistry(end), metrics.InstrumentProcessor(pcfg))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	metrics.ObserveProcessor(worker)
+	rescue.Logger, rescue.OnSweep = a.log.Named("rescue"), dash.OnSweep
+	rescuer, err := zombie.New(store, metrics.InstrumentRescue(rescue, store, pcfg.Queues))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := rescuer.Start(runCtx); err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := worker.Start(runCtx); err != nil {
+		cancel()
+		_ = rescuer.Stop(context.Background())
+		return nil, err
+	}
+	dash.Publish(dashboard.Event{Kind: dashboard.KindInfo, Text: "demo workload started on the demo-* queues: some jobs fail, some hang, some lose their worker"})
+
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		a.demoLoop(runCtx, store, worker, pcfg, &wg)
+	}()
+
+	var once sync.Once
+	return &dashboardDemo{worker: worker, rescuer: rescuer, stop: func() {
+		once.Do(func() {
+			cancel()
+			close(end)
+			wg.Wait()
+			stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer stopCancel()
+			_ = worker.Stop(stopCtx)
+			_ = rescuer.Stop(stopCtx)
+		})
+	}}, nil
+}
+
+// demoRegistry are the demo's handlers. A job's payload says how it fails.
+func demoRegistry(end <-chan struct{}) *processor.Registry {
+	reg := processor.NewRegistry()
+	reg.MustHandle("email.send", func(ctx context.Context, j *processor.Job) error {
+		if strings.Contains(string(j.Payload), "invalid") {
+			return processor.Permanent(errors.New("mailbox does not exist (550 5.1.1 from mx.example.invalid)"))
+		}
+		return sleepCtx(ctx, time.Duration(50+rand.IntN(250))*time.Millisecond)
+	})
+	reg.MustHandle("payment.sync", func(ctx context.Context, j *processor.Job) error {
+		if j.Attempt == 1 || strings.Contains(string(j.Payload), "declined") {
+			return errors.New("payment gateway timeout (HTTP 504 from api.pay.example)")
+		}
+		return sleepCtx(ctx, 100*time.Millisecond)
+	})
+	reg.MustHandle("video.encode", func(ctx context.Context, j *processor.Job) error {
+		if strings.Contains(string(j.Payload), "corrupt") {
+			// Hangs past the queue's 3s execution timeout, ignoring its
+			// context, while its process keeps heartbeating: rescue phase 3.
+			select {
+			case <-time.After(6 * time.Second):
+			case <-end:
+			}
+			return nil
+		}
+		return sleepCtx(ctx, time.Duration(200+rand.IntN(400))*time.Millisecond)
+	})
+	for _, t := range []string{"report.build", "import.csv"} {
+		reg.MustHandle(t, func(ctx context.Context, j *processor.Job) error {
+			return sleepCtx(ctx, time.Duration(100+rand.IntN(500))*time.Millisecond)
+		})
+	}
+	return reg
+}
+
+// demoLoop enqueues a trickle of jobs, kills a worker every so often, and
+// prunes old demo rows so a long-running demo stays small.
+func (a *app) demoLoop(ctx context.Context, store jobs.Store, worker *processor.Processor, pcfg processor.Config, wg *sync.WaitGroup) {
+	trickle := time.NewTicker(350 * time.Millisecond)
+	defer trickle.Stop()
+	doom := time.NewTimer(2 * time.Second)
+	defer doom.Stop()
+	prune := time.NewTicker(time.Minute)
+	defer prune.Stop()
+	n := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-trickle.C:
+			n++
+			if _, err := store.Enqueue(ctx, demoJob(n)); err != nil && ctx.Err() == nil {
+				a.log.Warn("dashboard demo: enqueue failed", zap.Error(err))
+			}
+			worker.Notify()
+		case <-doom.C:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.doomWorker(ctx, store, pcfg, n)
+			}()
+			doom.Reset(25 * time.Second)
+		case <-prune.C:
+			for _, q := range []string{dqMail, dqBilling, dqMedia, dqImports, dqReports} {
+				_, _ = store.Purge(ctx, jobs.PurgeParams{Table: jobs.TableArchive, Filter: jobs.Filter{Queue: q, OlderThan: 10 * time.Minute}})
+				_, _ = store.Purge(ctx, jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{Queue: q, OlderThan: time.Hour}})
+			}
+		}
+	}
+}
+
+// demoJob is the n-th job of the trickle.
+func demoJob(n int) jobs.EnqueueParams {
+	p := jobs.EnqueueParams{CreatedBy: "chokaq dashboard demo"}
+	switch r := rand.IntN(100); {
+	case r < 45:
+		p.Queue, p.Type, p.Payload = dqMail, "email.send", fmt.Appendf(nil, `{"to":"user%d@example.com","template":"welcome"}`, n)
+		if n%11 == 0 {
+			p.Payload = fmt.Appendf(nil, `{"to":"nobody%d@example.invalid","template":"welcome"}`, n)
+		}
+	case r < 70:
+		p.Queue, p.Type, p.Payload = dqBilling, "payment.sync", fmt.Appendf(nil, `{"invoice":%d,"amount":"%d.00"}`, 1000+n, 10+n%90)
+		if n%5 == 0 {
+			p.Payload = fmt.Appendf(nil, `{"invoice":%d,"amount":"%d.00","card":"declined"}`, 1000+n, 10+n%90)
+		}
+	case r < 85:
+		p.Queue, p.Type, p.Payload = dqMedia, "video.encode", fmt.Appendf(nil, `{"file":"clip-%d.mov"}`, n)
+		if n%7 == 0 {
+			p.Payload = fmt.Appendf(nil, `{"file":"clip-%d.mov","note":"corrupt header"}`, n)
+		}
+	default:
+		p.Queue, p.Type, p.Payload = dqImports, "import.csv", fmt.Appendf(nil, `{"file":"customers-%d.csv"}`, n)
+	}
+	if n%10 == 0 {
+		p.Delay = time.Duration(5+rand.IntN(25)) * time.Second // something in the Scheduled column
+	}
+	return p
+}
+
+// doomWorker starts a worker on the imports queue, gives it three jobs, and
+// cuts it off from the store as soon as it starts one: to the store it is a
+// crashed process. The started job becomes a zombie, the two buffered ones
+// are recovered by rescue phase 1 and run by the healthy worker.
+func (a *app) doomWorker(ctx context.Context, store jobs.Store, pcfg processor.Config, n int) {
+	cut := faultstore.New(store)
+	died := make(chan struct{}, 1)
+	reg := processor.NewRegistry()
+	reg.MustHandle("import.csv", func(hctx context.Context, j *processor.Job) error {
+		cut.Cut()
+		died <- struct{}{}
+		<-hctx.Done()
+		return hctx.Err()
+	})
+	cfg := pcfg
+	cfg.WorkerID = fmt.Sprintf("demo-doomed-%d", n)
+	cfg.Queues, cfg.Concurrency, cfg.PrefetchSize, cfg.BatchSize = []string{dqImports}, 1, 3, 3
+	cfg.PollInterval, cfg.ShutdownTimeout = 50*time.Millisecond, 100*time.Millisecond
+	cfg.Logger = zap.NewNop() // a dead worker's failed writes are the point, not news
+	doomed, err := processor.New(cut, reg, cfg)
+	if err != nil {
+		a.log.Warn("dashboard demo: doomed worker", zap.Error(err))
+		return
+	}
+	if err := doomed.Start(ctx); err != nil {
+		return
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = doomed.Stop(stopCtx)
+	}()
+	batch := make([]jobs.EnqueueParams, 3)
+	for i := range batch {
+		batch[i] = jobs.EnqueueParams{Queue: dqImports, Type: "import.csv", CreatedBy: "chokaq dashboard demo",
+			Payload: fmt.Appendf(nil, `{"file":"orders-%d-%d.csv"}`, n, i)}
+	}
+	time.Sleep(100 * time.Millisecond) // let it poll before the jobs exist, so it gets them first
+	if _, err := store.EnqueueMany(ctx, batch); err != nil {
+		return
+	}
+	doomed.Notify()
+	select {
+	case <-died:
+	case <-time.After(5 * time.Second): // the healthy worker took them all: fine
+	case <-ctx.Done():
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }

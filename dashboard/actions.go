@@ -1,0 +1,357 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Action scopes, the "scope" field of resurrect and purge forms.
+const (
+	scopeOne      = "one"      // the job in "id"
+	scopeSelected = "selected" // the jobs in "ids"
+	scopeMatching = "matching" // every job the filter fields select ("all" for no filter)
+)
+
+func zapActor(a string) zap.Field { return zap.String("actor", a) }
+
+// record logs an action with its actor and shows it on the console.
+func (d *Dashboard) record(r *http.Request, action, text string, n int, err error) {
+	actor := d.actor(r)
+	fields := []zap.Field{zapActor(actor), zap.String("action", action), zap.String("target", text), zap.Int("count", n)}
+	if err != nil {
+		d.log.Error("dashboard: action failed", append(fields, zap.Error(err))...)
+		d.Publish(Event{Kind: KindError, Text: fmt.Sprintf("%s: %s %s failed after %d: %v", actor, action, text, n, err)})
+		return
+	}
+	d.log.Info("dashboard: action", fields...)
+	d.Publish(Event{Kind: KindAction, Text: actor + ": " + text})
+}
+
+// resurrect moves dead letters back to Pending: one, the selected, or all
+// matching a filter, optionally with an edited payload.
+func (d *Dashboard) resurrect(w http.ResponseWriter, r *http.Request) {
+	payload, err := editedPayload(r.PostForm)
+	if err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	with := ""
+	if payload != nil {
+		with = " with an edited payload"
+	}
+	run := func(ctx context.Context, f jobs.Filter, all bool) (int, error) {
+		return d.store.Resurrect(ctx, jobs.ResurrectParams{Filter: f, All: all, Payload: payload})
+	}
+	d.act(w, r, op{verb: "resurrect", done: "resurrected", table: jobs.TableDLQ, action: d.path("/dead/resurrect"), with: with, run: run})
+}
+
+// purge deletes dead letters or archived jobs for good.
+func (d *Dashboard) purge(t jobs.Table) http.HandlerFunc {
+	action := map[jobs.Table]string{jobs.TableDLQ: "/dead/purge", jobs.TableArchive: "/archive/purge"}[t]
+	return func(w http.ResponseWriter, r *http.Request) {
+		run := func(ctx context.Context, f jobs.Filter, all bool) (int, error) {
+			return d.store.Purge(ctx, jobs.PurgeParams{Table: t, Filter: f, All: all})
+		}
+		d.act(w, r, op{verb: "purge", done: "purged", table: t, action: d.path(action), run: run})
+	}
+}
+
+// op is a resurrect or purge.
+type op struct {
+	verb, done string
+	table      jobs.Table
+	action     string // the form's URL, for the confirmation step
+	with       string // " with an edited payload", for messages
+	run        func(ctx context.Context, f jobs.Filter, all bool) (int, error)
+}
+
+// kind names one job of table t; kinds names several.
+func kind(t jobs.Table) string {
+	return map[jobs.Table]string{jobs.TableDLQ: "dead letter", jobs.TableArchive: "archived job", jobs.TableHot: "active job"}[t]
+}
+
+func kinds(t jobs.Table) string { return kind(t) + "s" }
+
+// noun counts n jobs of table t.
+func noun(t jobs.Table, n int64) string {
+	if n == 1 {
+		return "1 " + kind(t)
+	}
+	return fmt.Sprintf("%d %s", n, kinds(t))
+}
+
+// listURL is the page of table t with a filter.
+func (d *Dashboard) listURL(t jobs.Table, ff filterForm) string {
+	p := map[jobs.Table]string{jobs.TableDLQ: "/dead", jobs.TableArchive: "/archive", jobs.TableHot: "/active"}[t]
+	return d.path(p) + query(ff.values())
+}
+
+// act runs a resurrect or purge in the form's scope. One job goes at once;
+// a bulk action first renders a confirmation with the number of rows it
+// will touch and runs only when that number is typed back.
+func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
+	ctx := r.Context()
+	form := r.PostForm
+	if form.Get("scope") == scopeOne {
+		d.actOne(w, r, o)
+		return
+	}
+	ff := readFilterForm(form, o.table)
+	var (
+		f    jobs.Filter
+		all  bool
+		what string
+		err  error
+	)
+	switch scope := form.Get("scope"); scope {
+	case scopeSelected:
+		ids, err := parseIDs(form["ids"])
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		if len(ids) == 0 {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("nothing selected: tick the %s to %s first", kinds(o.table), o.verb))
+			return
+		}
+		f, what = jobs.Filter{IDs: ids}, fmt.Sprintf("the %d selected", len(ids))
+	case scopeMatching:
+		if f, err = ff.build(); err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		all = form.Get("all") != ""
+		if f.IsEmpty() && !all {
+			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("refusing to %s every %s: the filter is empty. Narrow the filter, or tick \"every %s\" to mean it.",
+				o.verb, kind(o.table), kind(o.table)))
+			return
+		}
+		what = "matching " + ff.Describe()
+	default:
+		d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("scope %q: want one, selected or matching", scope))
+		return
+	}
+	back := d.listURL(o.table, ff)
+	n, err := d.store.CountJobs(ctx, o.table, f)
+	if err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	if n == 0 {
+		d.redirectWithFlash(w, r, back, fmt.Sprintf("Nothing to %s: no %s match.", o.verb, kinds(o.table)))
+		return
+	}
+	if typed := strings.TrimSpace(form.Get("confirm")); typed != strconv.FormatInt(n, 10) {
+		c := confirmData{Verb: o.verb, Noun: noun(o.table, n), Count: n, What: what, With: o.with, Action: o.action, Back: back,
+			Payload: payloadText([]byte(form.Get("payload")))}
+		if form.Get("edit_payload") == "" || o.with == "" {
+			c.Payload = "" // a purge ignores the payload fields of the list's form
+		}
+		for k, vs := range form {
+			if k == csrfField || k == "confirm" {
+				continue
+			}
+			for _, v := range vs {
+				c.Fields = append(c.Fields, field{k, v})
+			}
+		}
+		status := http.StatusOK
+		if typed != "" {
+			status = http.StatusConflict
+			c.Error = fmt.Sprintf("You typed %q, but %s match now. Type %d to go ahead.", typed, noun(o.table, n), n)
+		}
+		d.render(w, r, status, "confirm", "Confirm "+o.verb, navOf(o.table), c)
+		return
+	}
+	done, err := o.run(ctx, f, all)
+	text := fmt.Sprintf("%s %s (%s)%s", o.done, noun(o.table, int64(done)), what, o.with)
+	d.record(r, o.verb, text, done, err)
+	if err != nil {
+		d.failErr(w, r, fmt.Errorf("%s stopped after %s: %w", o.verb, noun(o.table, int64(done)), err))
+		return
+	}
+	d.redirectWithFlash(w, r, back, capitalize(text)+".")
+}
+
+// actOne resurrects or purges the job in "id".
+func (d *Dashboard) actOne(w http.ResponseWriter, r *http.Request, o op) {
+	ctx := r.Context()
+	id, err := parseID("id", r.PostForm.Get("id"))
+	if err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	j, err := d.store.GetJob(ctx, id)
+	if err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	if j.Table != o.table {
+		d.fail(w, r, http.StatusConflict, fmt.Sprintf("job %d is not %s: it is %s", id, tableName(o.table), tableName(j.Table)))
+		return
+	}
+	n, err := o.run(ctx, jobs.Filter{IDs: []int64{id}}, false)
+	text := fmt.Sprintf("%s job %d (%s on %s)%s", o.done, id, j.Type, j.Queue, o.with)
+	d.record(r, o.verb, text, n, err)
+	switch {
+	case err != nil:
+		d.failErr(w, r, err)
+	case n == 0:
+		d.fail(w, r, http.StatusConflict, fmt.Sprintf("job %d was not %s: it left the %s meanwhile", id, o.done, tableName(o.table)))
+	case o.verb == "resurrect":
+		d.redirectWithFlash(w, r, d.path("/job/"+strconv.FormatInt(id, 10)), capitalize(text)+": it is Pending again.")
+	default:
+		d.redirectWithFlash(w, r, d.listURL(o.table, filterForm{}), capitalize(text)+".")
+	}
+}
+
+// confirmData is the confirmation step of a bulk action.
+type confirmData struct {
+	Verb, Noun, What, With string
+	Count                  int64
+	Action, Back           string
+	Fields                 []field // the original form, posted again with the typed count
+	Payload                string
+	Error                  string
+}
+
+func navOf(t jobs.Table) string {
+	return map[jobs.Table]string{jobs.TableDLQ: "dead", jobs.TableArchive: "archive", jobs.TableHot: "active"}[t]
+}
+
+// editedPayload is the replacement payload of a resurrect, or nil to keep
+// each job's own. Like `chokaq dlq resurrect --payload`, it must be JSON.
+func editedPayload(form url.Values) ([]byte, error) {
+	if form.Get("edit_payload") == "" {
+		return nil, nil
+	}
+	// Browsers send textarea line breaks as CRLF; the payload had LF.
+	p := strings.ReplaceAll(form.Get("payload"), "\r\n", "\n")
+	if p != "" {
+		var v any
+		if err := json.Unmarshal([]byte(p), &v); err != nil {
+			return nil, badInput("the edited payload is not valid JSON: %v", err)
+		}
+	}
+	return []byte(p), nil
+}
+
+func (d *Dashboard) pauseQueue(paused bool) http.HandlerFunc {
+	action, verb := "resume", "resumed"
+	if paused {
+		action, verb = "pause", "paused"
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if err := jobs.ValidateQueueName(name); err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		_, err := d.store.UpdateQueue(r.Context(), name, jobs.QueueUpdate{Paused: &paused})
+		text := verb + " queue " + name
+		d.record(r, action, text, 1, err)
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		d.redirectWithFlash(w, r, d.path("/queues"), capitalize(text)+".")
+	}
+}
+
+// queueSettings sets MaxWorkers and the two timeouts. An empty field
+// clears the setting (0: unlimited, or the global timeout).
+func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := jobs.ValidateQueueName(name); err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	var u jobs.QueueUpdate
+	mw, err := parseCount("max workers", r.PostForm.Get("max_workers"))
+	if err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	u.MaxWorkers = &mw
+	for _, t := range []struct {
+		field, label string
+		into         **int
+	}{{"zombie_timeout", "zombie timeout", &u.ZombieTimeoutSeconds}, {"execution_timeout", "execution timeout", &u.ExecutionTimeoutSeconds}} {
+		secs, err := parseSeconds(t.label, r.PostForm.Get(t.field))
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		*t.into = &secs
+	}
+	if err := u.Validate(); err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	s, err := d.store.UpdateQueue(r.Context(), name, u)
+	text := fmt.Sprintf("set queue %s: max workers %s, zombie timeout %s, execution timeout %s", name,
+		maxWorkersText(s.MaxWorkers), fmtSeconds(s.ZombieTimeoutSeconds), fmtSeconds(s.ExecutionTimeoutSeconds))
+	d.record(r, "set", text, 1, err)
+	if err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	d.redirectWithFlash(w, r, d.path("/queues"), capitalize(text)+".")
+}
+
+func maxWorkersText(n int) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return strconv.Itoa(n)
+}
+
+// parseCount reads a non-negative integer; empty is 0.
+func parseCount(label, s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, badInput("%s %q: want a whole number, 0 for unlimited", label, s)
+	}
+	return n, nil
+}
+
+// parseSeconds reads whole seconds as a number ("90") or a Go duration
+// ("90s", "2m"); empty is 0.
+func parseSeconds(label, s string) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
+		return n, nil
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil || dur < 0 || dur%time.Second != 0 {
+		return 0, badInput("%s %q: want whole seconds, e.g. 90 or 90s or 2m (0 or empty for the default)", label, s)
+	}
+	if dur > time.Duration(jobs.MaxQueueTimeoutSeconds)*time.Second {
+		return 0, badInput("%s %q: at most %s", label, s, time.Duration(jobs.MaxQueueTimeoutSeconds)*time.Second)
+	}
+	return int(dur / time.Second), nil
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

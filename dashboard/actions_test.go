@@ -1,0 +1,473 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// wantRedirect checks a 303 to path and returns the flash shown there.
+func (f *fixture) wantRedirect(r response, path string) string {
+	f.t.Helper()
+	if r.status != http.StatusSeeOther || r.header.Get("Location") != path {
+		f.t.Fatalf("want 303 to %s, got %d %s\n%s", path, r.status, r.header.Get("Location"), r.body)
+	}
+	page := f.get(path)
+	m := strings.SplitN(page.body, `<p class="flash" role="status">`, 2)
+	if len(m) != 2 {
+		f.t.Fatalf("no flash on %s:\n%s", path, page.body)
+	}
+	flash, _, _ := strings.Cut(m[1], "</p>")
+	return flash
+}
+
+// wantLogged checks that an action was logged with its actor and shown on
+// the console.
+func (f *fixture) wantLogged(action, text string) {
+	f.t.Helper()
+	found := false
+	for _, e := range f.logs.FilterMessage("dashboard: action").All() {
+		fields := e.ContextMap()
+		if fields["action"] == action && strings.Contains(fmt.Sprint(fields["target"]), text) && fields["actor"] == "127.0.0.1" {
+			found = true
+		}
+	}
+	if !found {
+		f.t.Fatalf("no %s action log with %q and the actor; logs: %v", action, text, f.logs.All())
+	}
+	events, _ := f.dash.hub.recent(100)
+	for _, e := range events {
+		if e.Kind == KindAction && strings.Contains(e.Text, text) && strings.HasPrefix(e.Text, "127.0.0.1: ") {
+			return
+		}
+	}
+	f.t.Fatalf("no console event with %q: %+v", text, events)
+}
+
+func TestResurrectOne(t *testing.T) {
+	f := newFixture(t, Options{})
+	id := f.deadLetter("q", "t", `{"a":1}`, jobs.ReasonZombie, "zombie")
+	r := f.post("/dead/resurrect", urlValues("scope", "one", "id", fmt.Sprint(id)))
+	flash := f.wantRedirect(r, fmt.Sprintf("/job/%d", id))
+	if !strings.Contains(flash, fmt.Sprintf("Resurrected job %d", id)) || !strings.Contains(flash, "Pending again") {
+		t.Fatalf("flash %q", flash)
+	}
+	j, _ := f.store.GetJob(context.Background(), id)
+	if j.Table != jobs.TableHot || j.Status != jobs.StatusPending || j.AttemptCount != 0 || string(j.Payload) != `{"a":1}` {
+		t.Fatalf("job %+v", j)
+	}
+	f.wantLogged("resurrect", fmt.Sprintf("resurrected job %d (t on q)", id))
+}
+
+func TestResurrectOneWithAnEditedPayload(t *testing.T) {
+	f := newFixture(t, Options{})
+	id := f.deadLetter("q", "t", `{"a":1}`, jobs.ReasonFatal, "bad input")
+	// Browsers send textarea line breaks as CRLF.
+	r := f.post("/dead/resurrect", urlValues("scope", "one", "id", fmt.Sprint(id), "edit_payload", "1", "payload", "{\r\n  \"a\": 2\r\n}"))
+	f.wantRedirect(r, fmt.Sprintf("/job/%d", id))
+	j, _ := f.store.GetJob(context.Background(), id)
+	if string(j.Payload) != "{\n  \"a\": 2\n}" {
+		t.Fatalf("payload %q", j.Payload)
+	}
+	f.wantLogged("resurrect", "with an edited payload")
+	// A payload is only replaced when the box is ticked.
+	id2 := f.deadLetter("q", "t", `{"a":1}`, jobs.ReasonFatal, "bad input")
+	f.wantRedirect(f.post("/dead/resurrect", urlValues("scope", "one", "id", fmt.Sprint(id2), "payload", `{"ignored":1}`)), fmt.Sprintf("/job/%d", id2))
+	if j, _ := f.store.GetJob(context.Background(), id2); string(j.Payload) != `{"a":1}` {
+		t.Fatalf("payload changed without edit_payload: %q", j.Payload)
+	}
+}
+
+func TestResurrectSelectedNeedsTheCountTyped(t *testing.T) {
+	f := newFixture(t, Options{})
+	a := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	b := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	c := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	form := urlValues("scope", "selected", "ids", fmt.Sprint(a), "ids", fmt.Sprint(b), "queue", "q")
+
+	r := f.post("/dead/resurrect", form)
+	wantStatus(t, r, http.StatusOK, "Confirm: resurrect 2 dead letters", "Type <strong>2</strong> to confirm", "the 2 selected",
+		fmt.Sprintf(`name="ids" value="%d"`, a), fmt.Sprintf(`name="ids" value="%d"`, b))
+	if f.count(jobs.TableDLQ, jobs.Filter{}) != 3 {
+		t.Fatal("the confirmation step moved jobs")
+	}
+	form.Set("confirm", "3")
+	wantStatus(t, f.post("/dead/resurrect", form), http.StatusConflict, "You typed &#34;3&#34;, but 2 dead letters match now")
+	if f.count(jobs.TableDLQ, jobs.Filter{}) != 3 {
+		t.Fatal("a wrong confirmation moved jobs")
+	}
+	form.Set("confirm", "2")
+	flash := f.wantRedirect(f.post("/dead/resurrect", form), "/dead?queue=q")
+	if !strings.Contains(flash, "Resurrected 2 dead letters (the 2 selected)") {
+		t.Fatalf("flash %q", flash)
+	}
+	if f.table(a) != jobs.TableHot || f.table(b) != jobs.TableHot || f.table(c) != jobs.TableDLQ {
+		t.Fatal("wrong jobs moved")
+	}
+	f.wantLogged("resurrect", "resurrected 2 dead letters (the 2 selected)")
+}
+
+func TestResurrectAllMatchingAFilterWithAPayload(t *testing.T) {
+	f := newFixture(t, Options{})
+	var zombies []int64
+	for range 3 {
+		zombies = append(zombies, f.deadLetter("q", "t", `{"v":1}`, jobs.ReasonZombie, "zombie: heartbeat expired"))
+	}
+	other := f.deadLetter("q", "t", `{"v":1}`, jobs.ReasonFatal, "fatal")
+	form := urlValues("scope", "matching", "queue", "q", "reason", "Zombie", "edit_payload", "1", "payload", `{"v":2}`)
+	wantStatus(t, f.post("/dead/resurrect", form), http.StatusOK, "resurrect 3 dead letters", `matching queue=&#34;q&#34;, reason=&#34;Zombie&#34;`,
+		"with an edited payload", "New payload")
+	form.Set("confirm", "3")
+	f.wantRedirect(f.post("/dead/resurrect", form), "/dead?queue=q&reason=Zombie")
+	for _, id := range zombies {
+		j, _ := f.store.GetJob(context.Background(), id)
+		if j.Table != jobs.TableHot || string(j.Payload) != `{"v":2}` {
+			t.Fatalf("job %+v", j)
+		}
+	}
+	if f.table(other) != jobs.TableDLQ {
+		t.Fatal("a job outside the filter moved")
+	}
+	f.wantLogged("resurrect", `resurrected 3 dead letters (matching queue="q", reason="Zombie") with an edited payload`)
+}
+
+func TestBulkWithAnEmptyFilterNeedsAll(t *testing.T) {
+	for _, path := range []string{"/dead/resurrect", "/dead/purge", "/archive/purge"} {
+		t.Run(path, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+			f.deadLetter("r", "t", `{}`, jobs.ReasonFatal, "x")
+			f.archive("q", "t", `{}`)
+			f.archive("r", "t", `{}`)
+			table := jobs.TableDLQ
+			if strings.HasPrefix(path, "/archive") {
+				table = jobs.TableArchive
+			}
+			wantStatus(t, f.post(path, urlValues("scope", "matching")), http.StatusBadRequest, "the filter is empty", "every")
+			if f.count(table, jobs.Filter{}) != 2 {
+				t.Fatal("refused request moved jobs")
+			}
+			wantStatus(t, f.post(path, urlValues("scope", "matching", "all", "1")), http.StatusOK, "Type <strong>2</strong>", "no filter")
+			r := f.post(path, urlValues("scope", "matching", "all", "1", "confirm", "2"))
+			if r.status != http.StatusSeeOther {
+				t.Fatalf("status %d\n%s", r.status, r.body)
+			}
+			if f.count(table, jobs.Filter{}) != 0 {
+				t.Fatal("not every job moved")
+			}
+		})
+	}
+}
+
+func TestPurgeOneSelectedAndMatching(t *testing.T) {
+	f := newFixture(t, Options{})
+	one := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	f.wantRedirect(f.post("/dead/purge", urlValues("scope", "one", "id", fmt.Sprint(one))), "/dead")
+	if _, err := f.store.GetJob(context.Background(), one); err == nil {
+		t.Fatal("purged job still exists")
+	}
+	f.wantLogged("purge", fmt.Sprintf("purged job %d", one))
+
+	a, b := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x"), f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	// The list's form also carries the payload fields; a purge ignores them.
+	form := urlValues("scope", "selected", "ids", fmt.Sprint(a), "ids", fmt.Sprint(b), "edit_payload", "1", "payload", `{"x":1}`)
+	r := f.post("/dead/purge", form)
+	wantStatus(t, r, http.StatusOK, "Confirm: purge 2 dead letters", "deleted for good")
+	if strings.Contains(r.body, "New payload") {
+		t.Fatal("a purge confirmation shows a payload")
+	}
+	form.Set("confirm", "2")
+	f.wantRedirect(f.post("/dead/purge", form), "/dead")
+	if f.count(jobs.TableDLQ, jobs.Filter{}) != 0 {
+		t.Fatal("selected not purged")
+	}
+
+	f.deadLetter("keep", "t", `{}`, jobs.ReasonFatal, "x")
+	for range 2 {
+		f.deadLetter("drop", "t", `{"secret":"s3"}`, jobs.ReasonFatal, "x")
+	}
+	form = urlValues("scope", "matching", "text", "s3", "confirm", "2")
+	flash := f.wantRedirect(f.post("/dead/purge", form), "/dead?text=s3")
+	if !strings.Contains(flash, "Purged 2 dead letters") || f.count(jobs.TableDLQ, jobs.Filter{}) != 1 {
+		t.Fatalf("flash %q", flash)
+	}
+}
+
+func TestPurgeArchive(t *testing.T) {
+	f := newFixture(t, Options{})
+	one := f.archive("q", "t", `{}`)
+	f.wantRedirect(f.post("/archive/purge", urlValues("scope", "one", "id", fmt.Sprint(one))), "/archive")
+	for range 3 {
+		f.archive("q", "t", `{}`)
+	}
+	keep := f.archive("other", "t", `{}`)
+	form := urlValues("scope", "matching", "queue", "q", "from", "2000-01-01T00:00")
+	wantStatus(t, f.post("/archive/purge", form), http.StatusOK, "purge 3 archived jobs")
+	form.Set("confirm", "3")
+	f.wantRedirect(f.post("/archive/purge", form), "/archive?from=2000-01-01T00%3A00&queue=q")
+	if f.count(jobs.TableArchive, jobs.Filter{}) != 1 || f.table(keep) != jobs.TableArchive {
+		t.Fatal("wrong archive rows purged")
+	}
+	f.wantLogged("purge", "purged 3 archived jobs")
+	a, b := f.archive("q", "t", `{}`), f.archive("q", "t", `{}`)
+	form = urlValues("scope", "selected", "ids", fmt.Sprint(a), "ids", fmt.Sprint(b))
+	wantStatus(t, f.post("/archive/purge", form), http.StatusOK, "purge 2 archived jobs", "the 2 selected")
+	form.Set("confirm", "2")
+	f.wantRedirect(f.post("/archive/purge", form), "/archive")
+	if f.count(jobs.TableArchive, jobs.Filter{}) != 1 {
+		t.Fatal("selected archive rows not purged")
+	}
+}
+
+func TestNothingMatchingIsSaidPlainly(t *testing.T) {
+	f := newFixture(t, Options{})
+	flash := f.wantRedirect(f.post("/dead/resurrect", urlValues("scope", "matching", "queue", "empty")), "/dead?queue=empty")
+	if !strings.Contains(flash, "Nothing to resurrect") {
+		t.Fatalf("flash %q", flash)
+	}
+}
+
+func TestActionsRefuseBadInput(t *testing.T) {
+	f := newFixture(t, Options{})
+	dead := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	archived := f.archive("q", "t", `{}`)
+	pending := f.enqueue("q", "t", `{}`)
+	cases := []struct {
+		name, path string
+		form       url.Values
+		status     int
+		want       string
+	}{
+		{"UnknownID", "/dead/resurrect", urlValues("scope", "one", "id", "999999"), http.StatusNotFound, "not found"},
+		{"MalformedID", "/dead/resurrect", urlValues("scope", "one", "id", "abc"), http.StatusBadRequest, "positive integer"},
+		{"MissingID", "/dead/purge", urlValues("scope", "one"), http.StatusBadRequest, "positive integer"},
+		{"NotADeadLetter", "/dead/resurrect", urlValues("scope", "one", "id", fmt.Sprint(pending)), http.StatusConflict, "is not dead letter: it is active"},
+		{"ArchivedIsNotDead", "/dead/purge", urlValues("scope", "one", "id", fmt.Sprint(archived)), http.StatusConflict, "not dead letter"},
+		{"DeadIsNotArchived", "/archive/purge", urlValues("scope", "one", "id", fmt.Sprint(dead)), http.StatusConflict, "not archived"},
+		{"BadScope", "/dead/resurrect", urlValues("scope", "everything"), http.StatusBadRequest, "want one, selected or matching"},
+		{"NoScope", "/dead/purge", nil, http.StatusBadRequest, "want one, selected or matching"},
+		{"NothingSelected", "/dead/resurrect", urlValues("scope", "selected"), http.StatusBadRequest, "nothing selected"},
+		{"MalformedSelection", "/dead/purge", urlValues("scope", "selected", "ids", "1", "ids", "x"), http.StatusBadRequest, "positive integer"},
+		{"MalformedReason", "/dead/resurrect", urlValues("scope", "matching", "reason", "sleepy"), http.StatusBadRequest, "reason"},
+		{"MalformedTime", "/dead/purge", urlValues("scope", "matching", "from", "noon"), http.StatusBadRequest, "from"},
+		{"MalformedQueue", "/archive/purge", urlValues("scope", "matching", "queue", "a b"), http.StatusBadRequest, "queue"},
+		{"InvertedRange", "/archive/purge", urlValues("scope", "matching", "from", "2026-02-01", "to", "2026-01-01"), http.StatusBadRequest, "before"},
+		{"PayloadNotJSON", "/dead/resurrect", urlValues("scope", "one", "id", fmt.Sprint(dead), "edit_payload", "1", "payload", "{oops"), http.StatusBadRequest, "not valid JSON"},
+		{"PayloadTooBig", "/dead/resurrect", urlValues("scope", "one", "id", fmt.Sprint(dead), "edit_payload", "1", "payload", `"`+strings.Repeat("x", jobs.DefaultMaxPayloadBytes)+`"`), http.StatusBadRequest, "payload"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wantStatus(t, f.post(c.path, c.form), c.status, c.want)
+		})
+	}
+	if f.table(dead) != jobs.TableDLQ || f.table(archived) != jobs.TableArchive || f.table(pending) != jobs.TableHot {
+		t.Fatal("a refused action moved a job")
+	}
+}
+
+// actionRoutes are every POST route that changes something.
+var actionRoutes = []string{"/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings"}
+
+func TestActionsNeedTheCSRFToken(t *testing.T) {
+	f := newFixture(t, Options{})
+	id := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	good := f.csrf()
+	other := newFixture(t, Options{CSRFSecret: []byte("another secret")})
+	foreign := other.csrf() // a valid token for another session and key
+	for _, path := range actionRoutes {
+		form := func(token string) url.Values {
+			v := urlValues("scope", "one", "id", fmt.Sprint(id), "max_workers", "1")
+			if token != "-" {
+				v.Set("csrf", token)
+			}
+			return v
+		}
+		t.Run(path, func(t *testing.T) {
+			wantStatus(t, f.postRaw(path, form("-")), http.StatusForbidden, "CSRF")
+			wantStatus(t, f.postRaw(path, form("")), http.StatusForbidden, "CSRF")
+			wantStatus(t, f.postRaw(path, form(good+"x")), http.StatusForbidden, "CSRF")
+			wantStatus(t, f.postRaw(path, form(foreign)), http.StatusForbidden, "CSRF")
+			// The right token without its cookie (another browser) fails too.
+			req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form(good).Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusForbidden {
+				t.Fatalf("token without cookie: %d", res.StatusCode)
+			}
+			// A browser says when a form comes from another site.
+			req, _ = http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form(good).Encode()))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", "https://evil.example")
+			wantStatus(t, f.do(req), http.StatusForbidden, "cross-origin")
+		})
+	}
+	if f.table(id) != jobs.TableDLQ {
+		t.Fatal("a forged request moved the job")
+	}
+	if qs, _ := f.store.Queues(context.Background()); len(qs) != 0 {
+		t.Fatalf("a forged request changed queues: %+v", qs)
+	}
+	// The header form of the token works for scripts that keep the cookie.
+	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/queues/q/pause", nil)
+	req.Header.Set(csrfHeader, good)
+	if r := f.do(req); r.status != http.StatusSeeOther {
+		t.Fatalf("X-CSRF-Token: %d\n%s", r.status, r.body)
+	}
+}
+
+func TestNoActionIsReachableByGET(t *testing.T) {
+	f := newFixture(t, Options{})
+	id := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	for _, path := range append(actionRoutes, "/logout") {
+		for _, method := range []string{http.MethodGet, http.MethodHead, http.MethodPut, http.MethodDelete} {
+			req, _ := http.NewRequest(method, f.srv.URL+path+"?scope=one&id="+fmt.Sprint(id)+"&csrf="+f.csrf(), nil)
+			r := f.do(req)
+			if r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "POST" {
+				t.Fatalf("%s %s: %d, Allow %q", method, path, r.status, r.header.Get("Allow"))
+			}
+		}
+	}
+	if f.table(id) != jobs.TableDLQ {
+		t.Fatal("a GET moved the job")
+	}
+}
+
+func TestReadOnlyHidesAndRefusesEveryAction(t *testing.T) {
+	f := newFixture(t, Options{ReadOnly: true})
+	dead := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	archived := f.archive("q", "t", `{}`)
+	for _, path := range []string{"/", "/queues", "/active", "/dead", "/archive", fmt.Sprintf("/job/%d", dead), fmt.Sprintf("/job/%d", archived)} {
+		r := f.get(path)
+		wantStatus(t, r, http.StatusOK, "read-only")
+		for _, s := range []string{`method="post"`, "Resurrect", "Purge", "Pause", `name="ids"`} {
+			if strings.Contains(r.body, s) {
+				t.Fatalf("%s shows %q in read-only mode", path, s)
+			}
+		}
+	}
+	for _, path := range actionRoutes {
+		wantStatus(t, f.postRaw(path, urlValues("csrf", "whatever", "scope", "one", "id", fmt.Sprint(dead))), http.StatusForbidden, "read-only")
+	}
+	if f.table(dead) != jobs.TableDLQ || f.table(archived) != jobs.TableArchive {
+		t.Fatal("read-only dashboard moved a job")
+	}
+}
+
+func TestQueueActions(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	settings := func() jobs.QueueSettings {
+		qs, err := f.store.Queues(ctx)
+		if err != nil || len(qs) != 1 {
+			t.Fatalf("queues %+v %v", qs, err)
+		}
+		return qs[0]
+	}
+	flash := f.wantRedirect(f.post("/queues/mail/pause", nil), "/queues")
+	if !settings().Paused || flash != "Paused queue mail." {
+		t.Fatalf("pause: %+v %q", settings(), flash)
+	}
+	f.wantLogged("pause", "paused queue mail")
+	wantStatus(t, f.get("/queues"), http.StatusOK, `action="/queues/mail/resume"`, "st-paused")
+	f.wantRedirect(f.post("/queues/mail/resume", nil), "/queues")
+	if settings().Paused {
+		t.Fatal("resume did not resume")
+	}
+	f.wantLogged("resume", "resumed queue mail")
+
+	f.wantRedirect(f.post("/queues/mail/settings", urlValues("max_workers", "4", "zombie_timeout", "90s", "execution_timeout", "600")), "/queues")
+	if s := settings(); s.MaxWorkers != 4 || s.ZombieTimeoutSeconds != 90 || s.ExecutionTimeoutSeconds != 600 {
+		t.Fatalf("settings %+v", s)
+	}
+	f.wantLogged("set", "set queue mail: max workers 4, zombie timeout 1m30s, execution timeout 10m0s")
+	f.wantRedirect(f.post("/queues/mail/settings", urlValues("max_workers", "", "zombie_timeout", "2m", "execution_timeout", "0")), "/queues")
+	if s := settings(); s.MaxWorkers != 0 || s.ZombieTimeoutSeconds != 120 || s.ExecutionTimeoutSeconds != 0 {
+		t.Fatalf("cleared settings %+v", s)
+	}
+
+	for _, c := range []struct {
+		path string
+		form url.Values
+		want string
+	}{
+		{"/queues/mail/settings", urlValues("max_workers", "-1"), "max workers"},
+		{"/queues/mail/settings", urlValues("max_workers", "many"), "max workers"},
+		{"/queues/mail/settings", urlValues("max_workers", "100001"), "max_workers"},
+		{"/queues/mail/settings", urlValues("zombie_timeout", "1.5s"), "zombie timeout"},
+		{"/queues/mail/settings", urlValues("execution_timeout", "forever"), "execution timeout"},
+		{"/queues/mail/settings", urlValues("execution_timeout", "9999h"), "execution timeout"},
+		{"/queues/bad%20name/pause", nil, "queue"},
+		{"/queues/" + strings.Repeat("q", jobs.MaxQueueLen+1) + "/settings", nil, "queue"},
+	} {
+		wantStatus(t, f.post(c.path, c.form), http.StatusBadRequest, c.want)
+	}
+	if s := settings(); s.MaxWorkers != 0 || s.ZombieTimeoutSeconds != 120 {
+		t.Fatalf("refused updates changed settings: %+v", s)
+	}
+}
+
+// A store that fails turns into a 500 page that says so, and a logged error.
+func TestStoreFailuresAreReported(t *testing.T) {
+	f := newFixture(t, Options{})
+	id := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	fs := &failingStore{Store: f.store}
+	d, err := New(fs, Options{Logger: f.dash.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	f.srv.Config.Handler = d
+	fs.fail.Store(true)
+	wantStatus(t, f.get("/"), http.StatusInternalServerError, "the store failed", "disk on fire")
+	wantStatus(t, f.get("/dead"), http.StatusInternalServerError, "disk on fire")
+	fs.fail.Store(false)
+	token := f.csrf()
+	fs.fail.Store(true)
+	wantStatus(t, f.post("/dead/resurrect", urlValues("csrf", token, "scope", "one", "id", fmt.Sprint(id))), http.StatusInternalServerError, "disk on fire")
+	if len(f.logs.FilterMessage("dashboard: store error").All()) == 0 {
+		t.Fatal("store error not logged")
+	}
+}
+
+type failingStore struct {
+	jobs.Store
+	fail atomic.Bool
+}
+
+func (s *failingStore) err() error {
+	if s.fail.Load() {
+		return fmt.Errorf("disk on fire")
+	}
+	return nil
+}
+
+func (s *failingStore) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.Store.QueueStats(ctx)
+}
+
+func (s *failingStore) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
+	if err := s.err(); err != nil {
+		return jobs.JobPage{}, err
+	}
+	return s.Store.ListJobs(ctx, p)
+}
+
+func (s *failingStore) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
+	if err := s.err(); err != nil {
+		return nil, err
+	}
+	return s.Store.GetJob(ctx, id)
+}

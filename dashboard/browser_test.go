@@ -1,0 +1,267 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// chromium finds a Chromium or Chrome binary: $CHOKAQ_CHROMIUM, else the
+// first on PATH.
+func chromium() string {
+	if p := os.Getenv("CHOKAQ_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// browser starts a headless Chromium for the test. The flags keep it from
+// reaching for the network (the CI machine has none) and from stalling on
+// first-run work.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromium()
+	if path == "" {
+		t.Skip("browser test skipped: no Chromium installed (apt-get install chromium, or set CHOKAQ_CHROMIUM)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1360, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelCtx := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelCtx()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// The issue's scenario: with the dead-letter page open, a job dies and its
+// row appears live; the inspector shows it; it is resurrected from the UI
+// and the page follows it until it has succeeded.
+func TestBrowserDeadLetterAppearsLiveIsInspectedAndResurrected(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, Options{PollInterval: 200 * time.Millisecond})
+	seedForScreenshots(t, f)
+	base := f.srv.URL
+
+	// The overview, live.
+	must(t, chromedp.Do(ctx,
+		chromedp.EmulateViewport(1360, 900),
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS("#live.on")),
+	))
+	rate, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`tr[data-queue="mail"] [data-k="rate_1m"]`)))
+	must(t, err)
+	if rate == "0" || rate == "" {
+		t.Fatalf("jobs per second of mail: %q", rate)
+	}
+	screenshot(t, ctx, "dashboard-overview.png")
+
+	// The dead-letter page: a job dies while it is open.
+	must(t, chromedp.Do(ctx, chromedp.Navigate(base+"/dead"), chromedp.WaitVisible(chromedp.CSS("#live.on"))))
+	f.worker = "web-2-51873"
+	id := failForGood(t, f, "billing", "payment.sync", `{"invoice":1042,"amount":"129.00","currency":"EUR","customer":"cus_8Hq2"}`)
+	row := fmt.Sprintf(`#rows tr[data-id="%d"]`, id)
+	must(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(row))))
+	text, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(row)))
+	must(t, err)
+	for _, want := range []string{"payment.sync", "billing", "MaxRetriesExceeded", "3/3", "payment gateway timeout"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("live row %q lacks %q", text, want)
+		}
+	}
+	console, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#console")))
+	must(t, err)
+	if !strings.Contains(console, fmt.Sprintf("dead letter: job %d payment.sync on billing", id)) {
+		t.Fatalf("console lacks the arrival:\n%s", console)
+	}
+
+	// The inspector.
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(row+" a.inspect"))); err != nil {
+		t.Fatal(err)
+	}
+	must(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.ID("resurrect"))))
+	for sel, want := range map[string]string{
+		"#payload":       `"invoice": 1042`,
+		"#error-details": "payment gateway timeout (HTTP 504 from api.pay.example)",
+		"#job-state":     "MaxRetriesExceeded",
+		".facts":         "web-2-51873",
+	} {
+		got, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+		must(t, err)
+		if !strings.Contains(got, want) {
+			t.Fatalf("inspector %s = %q, want %q", sel, got, want)
+		}
+	}
+	screenshot(t, ctx, "dashboard-inspector.png")
+
+	// Resurrect through the form (it carries the page's CSRF token). The
+	// browser follows the redirect back to the inspector, which shows a note
+	// and the job Pending again.
+	must(t, chromedp.Do(ctx, chromedp.Click(chromedp.ID("resurrect")), chromedp.WaitVisible(chromedp.CSS(".flash"))))
+	flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash")))
+	must(t, err)
+	if !strings.Contains(flash, fmt.Sprintf("Resurrected job %d", id)) {
+		t.Fatalf("flash %q", flash)
+	}
+	state, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#job-state")))
+	must(t, err)
+	if !strings.Contains(state, "Pending") {
+		t.Fatalf("state after resurrect %q", state)
+	}
+	// Now a worker that succeeds picks it up; the open page follows the job
+	// until it has succeeded, without a reload.
+	reg := processor.NewRegistry()
+	reg.MustHandle("payment.sync", func(ctx context.Context, j *processor.Job) error { return nil })
+	p, err := processor.New(f.store, reg, processor.Config{WorkerID: "web-1-40211", Queues: []string{"billing"},
+		PollInterval: 50 * time.Millisecond, FetchedJobTimeout: time.Minute})
+	must(t, err)
+	must(t, p.Start(context.Background()))
+	defer p.Stop(context.Background())
+	must(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("#job-state .st-succeeded"))))
+	state, err = chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#job-state")))
+	must(t, err)
+	if !strings.Contains(state, "Succeeded after 1 attempt") {
+		t.Fatalf("state %q", state)
+	}
+	if flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash"))); err != nil || !strings.Contains(flash, "Resurrected") {
+		t.Fatalf("the page reloaded instead of following the job: %q %v", flash, err)
+	}
+	if f.table(id) != jobs.TableArchive {
+		t.Fatal("the store does not have the job archived")
+	}
+	f.wantLogged("resurrect", fmt.Sprintf("resurrected job %d", id))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// screenshot writes docs/<name> when CHOKAQ_SCREENSHOTS=1, so ordinary test
+// runs leave the checked-in images alone.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("CHOKAQ_SCREENSHOTS") != "1" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	must(t, err)
+	path := filepath.Join("..", "docs", name)
+	must(t, os.WriteFile(path, png, 0o644))
+	t.Logf("wrote %s", path)
+}
+
+// failForGood runs a job through all three attempts, failing each, and
+// dead-letters it the way a processor does.
+func failForGood(t *testing.T, f *fixture, queue, typ, payload string) int64 {
+	t.Helper()
+	ctx := context.Background()
+	id := f.enqueue(queue, typ, payload)
+	for attempt := 1; ; attempt++ {
+		ref := f.start(id, queue)
+		if attempt == 3 {
+			must(t, f.store.DeadLetter(ctx, ref, jobs.DeadLetterParams{Reason: jobs.ReasonMaxRetriesExceeded,
+				Details: "payment gateway timeout (HTTP 504 from api.pay.example)\nattempt 3 of 3; no retries left"}))
+			return id
+		}
+		must(t, f.store.Retry(ctx, ref, jobs.RetryParams{Error: "payment gateway timeout (HTTP 504 from api.pay.example)"}))
+	}
+}
+
+// seedForScreenshots gives the store what a busy system has: archived work
+// on several queues, a backlog with lag, a paused queue, running jobs,
+// dead letters of several kinds, and one rescue sweep for the console.
+func seedForScreenshots(t *testing.T, f *fixture) {
+	t.Helper()
+	ctx := context.Background()
+	for q, u := range map[string]jobs.QueueUpdate{
+		"mail":    {MaxWorkers: intp(8)},
+		"billing": {MaxWorkers: intp(2), ZombieTimeoutSeconds: intp(30)},
+		"media":   {ZombieTimeoutSeconds: intp(600), ExecutionTimeoutSeconds: intp(300)},
+		"reports": {Paused: boolp(true)},
+	} {
+		_, err := f.store.UpdateQueue(ctx, q, u)
+		must(t, err)
+	}
+	f.worker = "web-1-40211"
+	for i := range 46 {
+		f.archive("mail", "email.send", fmt.Sprintf(`{"to":"user%d@example.com","template":"welcome"}`, i))
+	}
+	for i := range 14 {
+		f.archive("billing", "payment.sync", fmt.Sprintf(`{"invoice":%d}`, 1000+i))
+	}
+	for i := range 3 {
+		f.archive("media", "video.encode", fmt.Sprintf(`{"file":"clip-%d.mov"}`, i))
+	}
+	f.deadLetter("mail", "email.send", `{"to":"nobody@example.invalid","template":"welcome"}`, jobs.ReasonFatal,
+		"permanent: mailbox does not exist (550 5.1.1 from mx.example.invalid)")
+	failForGood(t, f, "billing", "payment.sync", `{"invoice":998,"amount":"15.00","currency":"EUR"}`)
+
+	// A worker that died mid-job and one that died with a job in its buffer,
+	// found by a real rescue sweep.
+	f.worker = "web-3-77120"
+	zombieID := f.enqueue("mail", "email.send", `{"to":"ops@example.com","template":"digest"}`)
+	f.start(zombieID, "mail")
+	f.enqueue("mail", "email.send", `{"to":"sales@example.com","template":"digest"}`)
+	_, err := f.store.Claim(ctx, jobs.ClaimParams{WorkerID: "web-3-77120", Queues: []string{"mail"}, Limit: 1})
+	must(t, err)
+	r, err := zombie.New(f.store, zombie.Config{FetchedJobTimeout: time.Millisecond, ProcessingZombieTimeout: time.Millisecond, OnSweep: f.dash.OnSweep})
+	must(t, err)
+	time.Sleep(5 * time.Millisecond)
+	res, err := r.Sweep(ctx)
+	must(t, err)
+	if res.Recovered != 1 || res.Zombies != 1 {
+		t.Fatalf("rescue %+v", res)
+	}
+
+	// A backlog: mail has jobs due for a while; reports is paused.
+	for i := range 7 {
+		_, err := f.store.Enqueue(ctx, jobs.EnqueueParams{Queue: "mail", Type: "email.send", Payload: []byte(`{"to":"x@example.com"}`),
+			RunAt: time.Now().Add(-time.Duration(40+i) * time.Second)})
+		must(t, err)
+	}
+	for range 9 {
+		f.enqueue("reports", "report.build", `{"report":"monthly"}`)
+	}
+	for range 2 {
+		_, err := f.store.Enqueue(ctx, jobs.EnqueueParams{Queue: "billing", Type: "invoice.remind", Payload: []byte(`{}`), Delay: 10 * time.Minute})
+		must(t, err)
+	}
+	// Two encodes running on a worker that heartbeats.
+	f.worker = "gpu-1-9034"
+	for i := range 2 {
+		f.start(f.enqueue("media", "video.encode", fmt.Sprintf(`{"file":"talk-%d.mov"}`, i)), "media")
+	}
+	f.dash.Publish(Event{Kind: KindAction, Text: "127.0.0.1: set queue billing: max workers 2, zombie timeout 30s, execution timeout default"})
+}

@@ -1,0 +1,28 @@
+// Package dashboard is the operations dashboard of chokaq-go: a web UI over
+// any jobs.Store that shows what is queued, what is stuck and what died and
+// why, and brings dead letters back with one click and a safety catch.
+//
+// A *Dashboard is an http.Handler. `chokaq dashboard` serves it on its own,
+// and a service can mount it inside its own mux:
+//
+//	dash, err := dashboard.New(store, dashboard.Options{BasePath: "/jobs", Logger: log})
+//	if err != nil { ... }
+//	defer dash.Close()
+//	mux.Handle("/jobs/", dash) // no http.StripPrefix: the dashboard strips BasePath itself
+//
+// Pages are rendered on the server with html/template (so payloads are
+// escaped) and use a little plain JavaScript from embedded files: there is
+// no front-end build. Counts and a console of events stream over
+// Server-Sent Events from {BasePath}/events. The console shows what Publish
+// is given (hang OnSweep on zombie.Config.OnSweep to see rescue sweeps),
+// every action taken in the dashboard, and dead-letter arrivals, which the
+// dashboard finds by polling the store, so they show up even when jobs die
+// in another process.
+//
+// Every action is a POST that carries a CSRF token; bulk actions show how
+// many rows they will touch and want that number typed back; ReadOnly hides
+// and refuses them all. Options.Auth guards the whole dashboard with a
+// bearer token (or a login form that sets a cookie) and/or HTTP basic
+// credentials; CheckListen refuses to serve on a non-loopback address
+// without one of them.
+package dashboard

@@ -1,0 +1,229 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// Kinds of console events.
+const (
+	KindRescue     = "rescue"      // a rescue sweep moved jobs
+	KindDeadLetter = "dead-letter" // a job reached the dead-letter queue
+	KindAction     = "action"      // an operator acted in the dashboard
+	KindInfo       = "info"
+	KindError      = "error"
+)
+
+// Event is one line of the console panel.
+type Event struct {
+	// Seq numbers events in publication order; Publish sets it.
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"` // Publish sets it when zero
+	Kind string    `json:"kind"`
+	Text string    `json:"text"`
+	// Job describes the dead letter of a KindDeadLetter event.
+	Job *JobSummary `json:"job,omitempty"`
+}
+
+// JobSummary is a dead letter as the live dead-letter list shows it.
+type JobSummary struct {
+	ID         int64  `json:"id"`
+	Queue      string `json:"queue"`
+	Type       string `json:"type"`
+	Reason     string `json:"reason"`
+	ReasonCode int    `json:"reason_code"`
+	// ReasonClass is the badge's CSS class.
+	ReasonClass string `json:"reason_class"`
+	Attempts    string `json:"attempts"`
+	Worker      string `json:"worker"`
+	Finished    string `json:"finished"`
+	Error       string `json:"error"`
+}
+
+// Publish adds e to the console of every open page and to the history
+// shown to pages opened later. Safe for concurrent use.
+func (d *Dashboard) Publish(e Event) {
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	if e.Kind == "" {
+		e.Kind = KindInfo
+	}
+	d.hub.publish(e)
+}
+
+// OnSweep publishes a rescue sweep that moved jobs, or failed, to the
+// console. Its signature fits zombie.Config.OnSweep.
+func (d *Dashboard) OnSweep(res zombie.Result, err error) {
+	switch {
+	case err != nil:
+		d.Publish(Event{Kind: KindError, Text: "zombie rescue: sweep failed: " + err.Error()})
+	case res.Moved() > 0:
+		d.Publish(Event{Kind: KindRescue, Text: fmt.Sprintf("zombie rescue: recovered %d abandoned, archived %d zombie, %d past deadline",
+			res.Recovered, res.Zombies, res.Expired)})
+	}
+}
+
+// message is one server-sent event.
+type message struct {
+	event string
+	id    uint64 // 0: no id line
+	data  []byte
+}
+
+// subscriber is one open event stream. Its channel is closed when the hub
+// drops it (too slow, or the dashboard closed); the browser then reconnects
+// and catches up from the history by Last-Event-ID.
+type subscriber struct {
+	ch chan message
+}
+
+// hub fans events out to subscribers and keeps the console history. It runs
+// the poller only while someone listens, so an idle dashboard costs the
+// store nothing and needs no goroutine.
+type hub struct {
+	mu      sync.Mutex
+	seq     uint64
+	history []Event // ring, oldest first
+	size    int
+	subs    map[*subscriber]struct{}
+	counts  []byte // latest counts JSON of the running poller
+	closed  bool
+
+	run        func(ctx context.Context)
+	stopPoller context.CancelFunc
+	pollers    sync.WaitGroup
+}
+
+func newHub(size int, run func(ctx context.Context)) *hub {
+	return &hub{size: size, subs: map[*subscriber]struct{}{}, run: run}
+}
+
+func (h *hub) publish(e Event) { h.publishFrom(context.Background(), e) }
+
+// publishFrom publishes unless ctx, a poller's context, has ended: the
+// check happens under the lock that stopping a poller takes, so a stopped
+// poller never publishes twice what its successor finds again.
+func (h *hub) publishFrom(ctx context.Context, e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
+	h.seq++
+	e.Seq = h.seq
+	if len(h.history) == h.size {
+		copy(h.history, h.history[1:])
+		h.history = h.history[:h.size-1]
+	}
+	h.history = append(h.history, e)
+	data, _ := json.Marshal(e) // an Event always marshals
+	h.sendLocked(message{event: "console", id: e.Seq, data: data})
+}
+
+// sendLocked delivers m without blocking; a subscriber that cannot keep up
+// is dropped.
+func (h *hub) sendLocked(m message) {
+	for s := range h.subs {
+		select {
+		case s.ch <- m:
+		default:
+			delete(h.subs, s)
+			close(s.ch)
+		}
+	}
+	if len(h.subs) == 0 {
+		h.stopPollerLocked()
+	}
+}
+
+func (h *hub) setCounts(ctx context.Context, data []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ctx.Err() != nil {
+		return // a stopped poller
+	}
+	h.counts = data
+	h.sendLocked(message{event: "counts", data: data})
+}
+
+// recent returns the last n events and the newest sequence number.
+func (h *hub) recent(n int) ([]Event, uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	from := max(0, len(h.history)-n)
+	return append([]Event(nil), h.history[from:]...), h.seq
+}
+
+// subscribe opens a stream. backlog holds the events after seq `after`;
+// counts is the latest counts message, if any. It returns nil once closed.
+func (h *hub) subscribe(after uint64) (s *subscriber, backlog []Event, counts []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil, nil
+	}
+	for _, e := range h.history {
+		if e.Seq > after {
+			backlog = append(backlog, e)
+		}
+	}
+	s = &subscriber{ch: make(chan message, 64)}
+	h.subs[s] = struct{}{}
+	if h.stopPoller == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.stopPoller = cancel
+		h.pollers.Add(1)
+		go func() {
+			defer h.pollers.Done()
+			h.run(ctx)
+		}()
+	}
+	return s, backlog, h.counts
+}
+
+func (h *hub) unsubscribe(s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[s]; !ok {
+		return
+	}
+	delete(h.subs, s)
+	close(s.ch)
+	if len(h.subs) == 0 {
+		h.stopPollerLocked()
+	}
+}
+
+func (h *hub) stopPollerLocked() {
+	if h.stopPoller != nil {
+		h.stopPoller()
+		h.stopPoller = nil
+		h.counts = nil
+	}
+}
+
+// polling reports whether a poller runs (for tests).
+func (h *hub) polling() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopPoller != nil
+}
+
+// close drops every subscriber and waits for the poller to end.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	for s := range h.subs {
+		delete(h.subs, s)
+		close(s.ch)
+	}
+	h.stopPollerLocked()
+	h.mu.Unlock()
+	h.pollers.Wait()
+}

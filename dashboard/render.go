@@ -1,0 +1,227 @@
+package dashboard
+
+import (
+	"bytes"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pageTemplates holds one template set per page, each with the layout.
+type pageTemplates struct {
+	sets map[string]*template.Template
+}
+
+var pageNames = []string{"overview", "queues", "active", "dead", "archive", "job", "confirm", "login", "error"}
+
+func parseTemplates() (*pageTemplates, error) {
+	pt := &pageTemplates{sets: map[string]*template.Template{}}
+	for _, name := range pageNames {
+		t, err := template.New(name).Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
+		}
+		pt.sets[name] = t
+	}
+	return pt, nil
+}
+
+func staticHandler() http.Handler {
+	sub, _ := fs.Sub(staticFS, "static") // the directory is embedded above
+	files := http.StripPrefix("/static/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	})
+}
+
+// view is what every page template gets.
+type view struct {
+	Title    string
+	Nav      string // the highlighted tab
+	Base     string
+	CSRF     string
+	ReadOnly bool
+	Actor    string
+	Login    bool // logged in with the token form: show "log out"
+	Bare     bool // not authenticated: no navigation, no console
+	Flash    string
+	Console  []Event
+	LastSeq  uint64
+	Data     any
+}
+
+// consoleLines is how many console lines a page renders before live ones.
+const consoleLines = 40
+
+// render writes page name with data, wrapped in the layout.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
+	v := view{Title: title, Nav: nav, Base: d.base, ReadOnly: d.opts.ReadOnly, Actor: d.actor(r), Data: data,
+		CSRF: d.csrfToken(d.csrfSession(w, r)), Flash: takeFlash(w, r, d.cookiePath())}
+	if d.opts.Auth.Enabled() {
+		_, authed := d.credentials(r)
+		v.Bare = !authed
+		c, err := r.Cookie(loginCookie)
+		v.Login = authed && err == nil && c.Value != ""
+	}
+	if !v.Bare {
+		v.Console, v.LastSeq = d.hub.recent(consoleLines)
+	} else {
+		v.Actor = ""
+	}
+	var buf bytes.Buffer
+	if err := d.pages.sets[name].ExecuteTemplate(&buf, "layout", v); err != nil {
+		d.log.Error("dashboard: render", zap.String("page", name), zap.Error(err))
+		http.Error(w, "cannot render the page", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fail renders an error page.
+func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	d.render(w, r, status, "error", http.StatusText(status), "", struct {
+		Status int
+		Text   string
+		Msg    string
+	}{status, http.StatusText(status), msg})
+}
+
+// failErr renders err with the status it maps to; store failures are logged.
+func (d *Dashboard) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	status := statusOf(err)
+	if status == http.StatusInternalServerError {
+		d.log.Error("dashboard: store error", zap.String("path", r.URL.Path), zap.Error(err))
+		d.fail(w, r, status, "the store failed: "+err.Error())
+		return
+	}
+	d.fail(w, r, status, err.Error())
+}
+
+const flashCookie = "chokaq_flash"
+
+// redirectWithFlash sends the browser to the page an action came from, with
+// a note to show there once.
+func (d *Dashboard) redirectWithFlash(w http.ResponseWriter, r *http.Request, to, msg string) {
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(msg)), Path: d.cookiePath(),
+		MaxAge: 60, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+func takeFlash(w http.ResponseWriter, r *http.Request, path string) string {
+	c, err := r.Cookie(flashCookie)
+	if err != nil {
+		return ""
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: path, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	if err != nil || !utf8.Valid(b) {
+		return ""
+	}
+	return clip(string(b), 300)
+}
+
+var templateFuncs = template.FuncMap{
+	"when":      fmtTime,
+	"dur":       fmtDuration,
+	"clip":      clip,
+	"firstLine": firstLine,
+	"payload":   payloadText,
+	"isJSON":    func(b []byte) bool { return len(b) == 0 || json.Valid(b) },
+	"join":      strings.Join,
+	"reasonCls": reasonClass,
+	"statusCls": func(s jobs.Status) string { return "st-" + strings.ToLower(s.String()) },
+	"tableName": tableName,
+	"seconds":   fmtSeconds,
+}
+
+// fmtTime shows a store instant in UTC; the zero time is a dash.
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
+}
+
+func fmtDuration(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return lagText(d)
+}
+
+func fmtSeconds(n int) string {
+	if n == 0 {
+		return "default"
+	}
+	return (time.Duration(n) * time.Second).String()
+}
+
+// payloadText shows a payload as indented JSON when it is JSON, else as
+// text. html/template escapes the result, so markup in a payload is shown,
+// never run.
+func payloadText(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	var out bytes.Buffer
+	if json.Valid(b) && json.Indent(&out, b, "", "  ") == nil {
+		return out.String()
+	}
+	return strings.ToValidUTF8(string(b), "\uFFFD")
+}
+
+func reasonClass(r jobs.FailureReason) string {
+	switch r {
+	case jobs.ReasonZombie, jobs.ReasonTimeout, jobs.ReasonHeartbeatFailure:
+		return "r-stuck"
+	case jobs.ReasonFatal:
+		return "r-fatal"
+	}
+	return "r-failed"
+}
+
+func tableName(t jobs.Table) string {
+	switch t {
+	case jobs.TableHot:
+		return "active"
+	case jobs.TableArchive:
+		return "archived (succeeded)"
+	case jobs.TableDLQ:
+		return "dead letter"
+	}
+	return t.String()
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n-1], "") + "…"
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,178 @@
+// chokaq dashboard: live counts and console over Server-Sent Events, live
+// dead-letter rows, and a few form helpers. Plain JavaScript, no build.
+// Everything from the server goes into the page as text (textContent),
+// never as markup.
+(function () {
+  "use strict";
+  var body = document.body;
+  var base = body.dataset.base || "";
+  var page = body.dataset.page || "";
+  var readOnly = body.dataset.readonly === "1";
+
+  // Console panel.
+  var consoleList = document.getElementById("console");
+  function pad(n) { return n < 10 ? "0" + n : String(n); }
+  function clock(iso) {
+    var d = new Date(iso);
+    return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds());
+  }
+  function appendConsole(ev) {
+    if (!consoleList) { return; }
+    var li = document.createElement("li");
+    li.className = "k-" + ev.kind;
+    var t = document.createElement("time");
+    t.textContent = clock(ev.time);
+    li.appendChild(t);
+    li.appendChild(document.createTextNode(" " + ev.text));
+    consoleList.appendChild(li);
+    while (consoleList.children.length > 200) { consoleList.removeChild(consoleList.firstChild); }
+    consoleList.scrollTop = consoleList.scrollHeight;
+  }
+  if (consoleList) { consoleList.scrollTop = consoleList.scrollHeight; }
+
+  // Counts: every element with data-k inside a queue's row takes that key.
+  function fill(scope, data) {
+    scope.querySelectorAll("[data-k]").forEach(function (el) {
+      var k = el.dataset.k;
+      if (!(k in data)) { return; }
+      el.textContent = data[k];
+      if (el.dataset.cls !== undefined) { el.className = el.dataset.cls + data[k]; }
+    });
+  }
+  var shownQueues = null;
+  function applyCounts(c) {
+    if (page === "overview") {
+      var names = c.queues.map(function (q) { return q.queue; }).join("\n");
+      if (shownQueues === null) {
+        shownQueues = Array.prototype.map.call(document.querySelectorAll("#overview tbody tr[data-queue]"),
+          function (r) { return r.dataset.queue; }).join("\n");
+      }
+      if (names !== shownQueues) { location.reload(); return; } // a queue came or went
+    }
+    c.queues.forEach(function (q) {
+      document.querySelectorAll('tr[data-queue="' + CSS.escape(q.queue) + '"]').forEach(function (row) { fill(row, q); });
+    });
+    document.querySelectorAll("tr[data-totals]").forEach(function (row) { fill(row, c.total); });
+    document.querySelectorAll("[data-total]").forEach(function (el) {
+      var k = el.dataset.total;
+      if (k in c.total) { el.textContent = c.total[k]; }
+    });
+  }
+
+  // A dead letter that arrives while the first page of the list is open,
+  // and matches its filter, is added at the top.
+  function insertDead(job) {
+    var rows = document.getElementById("rows");
+    if (page !== "dead" || !rows || rows.dataset.live !== "1") { return; }
+    var f = rows.dataset;
+    if ((f.queue && f.queue !== job.queue) || (f.type && f.type !== job.type) ||
+        (f.reason && f.reason.toLowerCase() !== job.reason.toLowerCase() && f.reason !== String(job.reason_code))) { return; }
+    if (rows.querySelector('tr[data-id="' + job.id + '"]')) { return; }
+    var empty = rows.querySelector("tr.empty");
+    if (empty) { empty.remove(); }
+    var tr = document.createElement("tr");
+    tr.dataset.id = job.id;
+    tr.className = "fresh";
+    function td(text, cls) {
+      var c = document.createElement("td");
+      if (cls) { c.className = cls; }
+      if (text !== null) { c.textContent = text; }
+      tr.appendChild(c);
+      return c;
+    }
+    if (!readOnly) {
+      var cb = document.createElement("input");
+      cb.type = "checkbox";
+      cb.name = "ids";
+      cb.value = job.id;
+      cb.setAttribute("form", "bulk");
+      td(null, "sel").appendChild(cb);
+    }
+    var a = document.createElement("a");
+    a.href = base + "/job/" + job.id;
+    a.className = "inspect";
+    a.textContent = job.id;
+    td(null, "num").appendChild(a);
+    td(job.queue);
+    td(job.type);
+    var badge = document.createElement("span");
+    badge.className = "badge " + job.reason_class;
+    badge.textContent = job.reason;
+    td(null).appendChild(badge);
+    td(job.attempts, "num");
+    td(job.worker);
+    td(job.finished);
+    td(job.error, "err");
+    rows.insertBefore(tr, rows.firstChild);
+    document.querySelectorAll("[data-count]").forEach(function (el) {
+      el.textContent = String((parseInt(el.textContent, 10) || 0) + 1);
+    });
+  }
+
+  // The inspector of an active job follows it: on each counts event the
+  // page is fetched again and the job's part swapped in, until it settles.
+  var refreshing = false;
+  function refreshJob() {
+    var view = document.getElementById("job-view");
+    if (refreshing || !view || !view.dataset.refresh) { return; }
+    refreshing = true;
+    fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (html) {
+        if (!html) { return; }
+        var next = new DOMParser().parseFromString(html, "text/html").getElementById("job-view");
+        if (next) {
+          next = document.adoptNode(next);
+          view.replaceWith(next);
+          wire(next);
+        }
+      })
+      .catch(function () {})
+      .then(function () { refreshing = false; });
+  }
+
+  var live = document.getElementById("live");
+  function connect() {
+    if (!live || !window.EventSource) { return; }
+    var es = new EventSource(base + "/events?after=" + encodeURIComponent(body.dataset.seq || "0"));
+    es.addEventListener("counts", function (e) {
+      live.textContent = "live";
+      live.className = "live on";
+      applyCounts(JSON.parse(e.data));
+      refreshJob();
+    });
+    es.addEventListener("console", function (e) {
+      var ev = JSON.parse(e.data);
+      appendConsole(ev);
+      if (ev.kind === "dead-letter" && ev.job) { insertDead(ev.job); }
+    });
+    es.onerror = function () {
+      live.textContent = "reconnecting";
+      live.className = "live off";
+    };
+  }
+
+  // Form helpers: a safety question, ticking "use the edited payload" when
+  // it is edited, and select-all.
+  function wire(root) {
+    root.querySelectorAll("form[data-confirm]").forEach(function (form) {
+      form.addEventListener("submit", function (e) {
+        if (!window.confirm(form.dataset.confirm)) { e.preventDefault(); }
+      });
+    });
+    root.querySelectorAll("textarea[data-check]").forEach(function (ta) {
+      ta.addEventListener("input", function () {
+        var box = document.getElementById(ta.dataset.check);
+        if (box) { box.checked = true; }
+      });
+    });
+    root.querySelectorAll("input[data-select-all]").forEach(function (all) {
+      all.addEventListener("change", function () {
+        document.querySelectorAll('input[name="ids"]').forEach(function (cb) { cb.checked = all.checked; });
+      });
+    });
+  }
+
+  wire(document);
+  connect();
+})();
