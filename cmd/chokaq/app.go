@@ -219,6 +219,14 @@ func (a *app) openStore(ctx context.Context, needSQL bool) (jobs.Store, func(), 
 	return s, func() { s.Close() }, nil
 }
 
+// migrate runs the schema migrations of the configured SQL Server.
+func (a *app) migrate(ctx context.Context, cfg *config.Config) error {
+	if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
+		return fmt.Errorf("migrate up: %w", sqlserver.RedactError(err, cfg.ConnectionString))
+	}
+	return nil
+}
+
 // print writes v as JSON, or calls table to write a human table.
 func (a *app) print(v any, table func(w *tabwriter.Writer)) error {
 	if a.output == "json" {

@@ -20,7 +20,6 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
-	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -100,8 +99,8 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 	}
 	memory := cfg.StorageKind() == config.StorageMemory
 	if fl.demo && !memory {
-		if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
-			return fmt.Errorf("migrate: %w", sqlserver.RedactError(err, cfg.ConnectionString))
+		if err := a.migrate(ctx, cfg); err != nil {
+			return err
 		}
 	}
 	store, closeStore, err := a.openStore(ctx, false)

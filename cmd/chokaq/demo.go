@@ -17,7 +17,6 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
-	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -143,12 +142,9 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 	var store jobs.Store
 	sum := demoSummary{Store: "in-memory"}
 	if cfg.StorageKind() == "sqlserver" {
-		if cfg.ConnectionString == "" {
-			return errNeedsSQLServer
-		}
 		a.say("migrating schema %s ...", cfg.Schema)
-		if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
-			return fmt.Errorf("migrate: %w", sqlserver.RedactError(err, cfg.ConnectionString))
+		if err := a.migrate(ctx, cfg); err != nil {
+			return err
 		}
 		s, closeStore, err := a.openStore(ctx, true)
 		if err != nil {

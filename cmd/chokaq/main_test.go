@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -372,4 +373,30 @@ func TestSQLServerMigrateAndOperate(t *testing.T) {
 		t.Fatalf("stats: %s", stats.stdout)
 	}
 	wantExit(t, cli("migrate", "down"), exitOK)
+}
+
+// purgeFailsAfter lets the first n purge batches through and fails the rest.
+type purgeFailsAfter struct {
+	jobs.Store
+	n int
+}
+
+func (p *purgeFailsAfter) Purge(ctx context.Context, params jobs.PurgeParams) (int, error) {
+	if p.n == 0 {
+		return 0, errors.New("connection reset by peer")
+	}
+	p.n--
+	return p.Store.Purge(ctx, params)
+}
+
+// TestBulkThatFailsMidwayReportsWhatItMoved: a purge whose second batch
+// fails says exactly how many jobs it removed, and those are all it removed.
+func TestBulkThatFailsMidwayReportsWhatItMoved(t *testing.T) {
+	mem := memstore.New()
+	deadLetters(t, mem, "bulk", 1200, jobs.ReasonFatal)
+	r := runIn(t, &purgeFailsAfter{Store: mem, n: 1}, "", "dlq", "purge", "--all", "--yes")
+	wantExit(t, r, exitRuntime, "purge stopped after 500 of 1200 dead letters", "connection reset")
+	if n, _ := mem.CountJobs(context.Background(), jobs.TableDLQ, jobs.Filter{}); n != 700 {
+		t.Fatalf("%d dead letters left, want 700", n)
+	}
 }

@@ -8,36 +8,37 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chokaq/chokaq-go/config"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
 )
 
 func (a *app) migrateCommand() *cobra.Command {
 	c := &cobra.Command{Use: "migrate", Short: "Create or upgrade the SQL Server schema", Args: cobra.NoArgs}
-	// dsn loads the configuration and insists on a connection string.
-	dsn := func() (string, string, error) {
+	// dsn loads the configuration and insists on SQL Server.
+	dsn := func() (*config.Config, error) {
 		cfg, err := a.loadConfig()
 		if err != nil {
-			return "", "", err
+			return nil, err
 		}
-		if cfg.ConnectionString == "" || cfg.StorageKind() == "memory" {
-			return "", "", errNeedsSQLServer
+		if cfg.StorageKind() == config.StorageMemory {
+			return nil, errNeedsSQLServer
 		}
-		return cfg.ConnectionString, cfg.Schema, nil
+		return cfg, nil
 	}
 	c.AddCommand(&cobra.Command{
 		Use:   "up",
 		Short: "Migrate the schema to the version this binary expects (safe to run from many processes)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cs, name, err := dsn()
+			cfg, err := dsn()
 			if err != nil {
 				return err
 			}
-			if err := schema.Up(cmd.Context(), cs, name); err != nil {
-				return fmt.Errorf("migrate up: %w", sqlserver.RedactError(err, cs))
+			if err := a.migrate(cmd.Context(), cfg); err != nil {
+				return err
 			}
-			a.say("schema %s is at version %d", name, schema.Latest())
+			a.say("schema %s is at version %d", cfg.Schema, schema.Latest())
 			return nil
 		},
 	}, &cobra.Command{
@@ -45,10 +46,11 @@ func (a *app) migrateCommand() *cobra.Command {
 		Short: "Run every down migration (drops the job tables; the schema and its migrations table remain)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cs, name, err := dsn()
+			cfg, err := dsn()
 			if err != nil {
 				return err
 			}
+			cs, name := cfg.ConnectionString, cfg.Schema
 			if err := schema.Down(cmd.Context(), cs, name); err != nil {
 				return fmt.Errorf("migrate down: %w", sqlserver.RedactError(err, cs))
 			}
@@ -60,10 +62,11 @@ func (a *app) migrateCommand() *cobra.Command {
 		Short: "Show the recorded schema version and whether it is what this binary expects",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cs, name, err := dsn()
+			cfg, err := dsn()
 			if err != nil {
 				return err
 			}
+			cs, name := cfg.ConnectionString, cfg.Schema
 			s, err := sqlserver.Open(cmd.Context(), cs, sqlserver.WithSchema(name))
 			if err != nil {
 				return fmt.Errorf("cannot reach SQL Server at %s: %w", sqlserver.RedactDSN(cs), err)
@@ -97,10 +100,11 @@ func (a *app) migrateCommand() *cobra.Command {
 			if err != nil || v < 0 {
 				return usage("VERSION %q: want a non-negative integer", args[0])
 			}
-			cs, name, err := dsn()
+			cfg, err := dsn()
 			if err != nil {
 				return err
 			}
+			cs, name := cfg.ConnectionString, cfg.Schema
 			if err := schema.Force(cmd.Context(), cs, name, v); err != nil {
 				return fmt.Errorf("migrate force: %w", sqlserver.RedactError(err, cs))
 			}
