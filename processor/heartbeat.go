@@ -36,7 +36,7 @@ type beat struct {
 	// finishing: the handler returned and its outcome is being written; a
 	// "lost" answer then means the write won, not that the lease was lost.
 	finishing bool
-	log       *zap.Logger
+	log       jobLogger
 }
 
 type beatHeap []*beat
@@ -107,7 +107,7 @@ func (h *heartbeater) interval() time.Duration {
 }
 
 // add starts beating for a job that just started.
-func (h *heartbeater) add(ref jobs.LeaseRef, cancel context.CancelCauseFunc, log *zap.Logger) {
+func (h *heartbeater) add(ref jobs.LeaseRef, cancel context.CancelCauseFunc, log jobLogger) {
 	h.mu.Lock()
 	b := &beat{ref: ref, cancel: cancel, log: log, due: time.Now().Add(h.interval())}
 	h.beats[ref] = b

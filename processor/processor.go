@@ -324,7 +324,7 @@ func (p *Processor) worker(ctx context.Context) {
 // execute starts one buffered job, runs its handler and settles it.
 func (p *Processor) execute(f *fetched) {
 	j := f.job
-	log := p.log.With(zap.Int64("job_id", j.ID), zap.String("queue", j.Queue), zap.String("type", j.Type), zap.Int64("lease", j.Lease))
+	log := jobLogger{base: p.log, job: j}
 	if time.Since(f.claimedAt) > p.cfg.FetchedJobTimeout/2 || p.isPaused(j.Queue) {
 		p.release(p.writesCtx, []*fetched{f}, "buffered too long or queue paused")
 		return
@@ -389,7 +389,7 @@ func (p *Processor) call(ctx context.Context, j *Job) (err error) {
 
 // settle records a finished execution's outcome (DESIGN section 6) and
 // reports what became of it.
-func (p *Processor) settle(log *zap.Logger, ref jobs.LeaseRef, j *Job, herr, cause error) Result {
+func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, herr, cause error) Result {
 	if herr != nil && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
 		p.stats.failed.Add(1)
 	}
@@ -420,7 +420,7 @@ func (p *Processor) settle(log *zap.Logger, ref jobs.LeaseRef, j *Job, herr, cau
 	}
 }
 
-func (p *Processor) retry(log *zap.Logger, ref jobs.LeaseRef, delay time.Duration, msg string) Result {
+func (p *Processor) retry(log jobLogger, ref jobs.LeaseRef, delay time.Duration, msg string) Result {
 	params := jobs.RetryParams{Delay: delay, Error: truncate(msg, maxLastError)}
 	r := p.write(log, "retry", func(ctx context.Context) error { return p.store.Retry(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
@@ -431,7 +431,7 @@ func (p *Processor) retry(log *zap.Logger, ref jobs.LeaseRef, delay time.Duratio
 	return r
 }
 
-func (p *Processor) deadLetter(log *zap.Logger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) Result {
+func (p *Processor) deadLetter(log jobLogger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) Result {
 	params := jobs.DeadLetterParams{Reason: reason, Details: truncate(details, maxDetails)}
 	r := p.write(log, "dead-letter", func(ctx context.Context) error { return p.store.DeadLetter(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
@@ -446,7 +446,7 @@ func (p *Processor) deadLetter(log *zap.Logger, ref jobs.LeaseRef, reason jobs.F
 // the processor runs: the job keeps its heartbeat meanwhile, so nothing is
 // rescued and nothing is lost. A lost lease ends it at once. It reports
 // OutcomeSucceeded when the write went through.
-func (p *Processor) write(log *zap.Logger, op string, fn func(context.Context) error) Result {
+func (p *Processor) write(log jobLogger, op string, fn func(context.Context) error) Result {
 	wait := 100 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(p.writesCtx, 30*time.Second)
