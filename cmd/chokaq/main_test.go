@@ -118,6 +118,9 @@ func TestBadInputGivesOneMessageAndTheRightExitCode(t *testing.T) {
 		{"NegativeDelay", nil, []string{"enqueue", "--type", "t", "--delay", "-5s"}, exitUsage, []string{"delay", "must not be negative"}},
 		{"BadReason", nil, []string{"dlq", "list", "--reason", "sleepy"}, exitUsage, []string{"--reason"}},
 		{"PurgeWithoutFilter", nil, []string{"dlq", "purge"}, exitUsage, []string{"refusing to purge every dead letter", "--all"}},
+		{"MigrateForceBadVersion", nil, []string{"migrate", "force", "latest"}, exitUsage, []string{"VERSION", "non-negative integer"}},
+		{"MigrateDownWithoutServer", nil, []string{"migrate", "down"}, exitUsage, []string{"needs SQL Server"}},
+		{"RescueLoopWithoutServer", nil, []string{"rescue", "--loop"}, exitUsage, []string{"needs SQL Server"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
