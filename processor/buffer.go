@@ -19,7 +19,7 @@ type buffer struct {
 	mu     sync.Mutex
 	items  []*fetched
 	limit  int
-	ready  chan struct{} // poked when items may be waiting
+	ready  chan struct{} // poked when items may be waiting, or the buffer closed
 	closed bool
 }
 
@@ -61,8 +61,9 @@ func (b *buffer) push(fs []*fetched) {
 func (b *buffer) pop(ctx context.Context) (*fetched, bool) {
 	for {
 		b.mu.Lock()
-		if b.closed {
+		if b.closed || ctx.Err() != nil {
 			b.mu.Unlock()
+			b.poke() // pass the wake-up on to the next waiter
 			return nil, false
 		}
 		if len(b.items) > 0 {
@@ -103,13 +104,16 @@ func (b *buffer) takeIf(drop func(*fetched) bool) []*fetched {
 	return out
 }
 
-// close empties the buffer, returns what it held and wakes every waiter.
+// close empties the buffer, returns what it held and wakes the waiters.
+// ready is never closed: a worker may still poke it after popping, and a
+// send on a closed channel would panic. Each woken waiter sees closed and
+// pokes the next.
 func (b *buffer) close() []*fetched {
 	b.mu.Lock()
 	out := b.items
 	b.items = nil
 	b.closed = true
 	b.mu.Unlock()
-	close(b.ready)
+	b.poke()
 	return out
 }

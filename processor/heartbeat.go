@@ -36,7 +36,9 @@ type beat struct {
 	// finishing: the handler returned and its outcome is being written; a
 	// "lost" answer then means the write won, not that the lease was lost.
 	finishing bool
-	log       jobLogger
+	// failed: the last call that carried this beat failed.
+	failed bool
+	log    jobLogger
 }
 
 type beatHeap []*beat
@@ -82,8 +84,13 @@ type heartbeater struct {
 	beats map[jobs.LeaseRef]*beat
 	rng   *rand.Rand
 
-	wake    chan struct{}
-	failing atomic.Bool // the last call failed; the fetch loop stops claiming
+	wake chan struct{}
+	// failedBeats counts beats whose last call failed; failing mirrors
+	// failedBeats > 0 for the fetch loop, which claims nothing while it is
+	// set. Counting beats, not calls, clears the state when the last failing
+	// job finishes or is cancelled, even if no later call is ever sent.
+	failedBeats int
+	failing     atomic.Bool
 }
 
 func newHeartbeater(store jobs.Store, cfg Config, stats *counters) *heartbeater {
@@ -136,11 +143,31 @@ func (h *heartbeater) remove(ref jobs.LeaseRef) {
 	if b == nil {
 		return
 	}
-	delete(h.beats, ref)
-	b.removed = true
+	h.dropLocked(b)
 	if b.index >= 0 {
 		heap.Remove(&h.heap, b.index)
 	}
+}
+
+// dropLocked forgets a beat that is out of the heap or about to leave it.
+func (h *heartbeater) dropLocked(b *beat) {
+	delete(h.beats, b.ref)
+	b.removed = true
+	h.setFailedLocked(b, false)
+}
+
+// setFailedLocked records whether b's last call failed.
+func (h *heartbeater) setFailedLocked(b *beat, failed bool) {
+	if b.failed == failed {
+		return
+	}
+	b.failed = failed
+	if failed {
+		h.failedBeats++
+	} else {
+		h.failedBeats--
+	}
+	h.failing.Store(h.failedBeats > 0)
 }
 
 // run beats until ctx ends.
@@ -204,7 +231,6 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 	for _, r := range lost {
 		lostSet[r] = true
 	}
-	h.failing.Store(err != nil)
 	if err != nil && ctx.Err() == nil {
 		h.stats.storeErrors.Add(1)
 		h.log.Warn("heartbeat failed", zap.Int("jobs", len(batch)), zap.Error(err))
@@ -219,6 +245,7 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 		}
 		switch {
 		case err != nil:
+			h.setFailedLocked(b, true)
 			b.failures++
 			if b.failures == h.threshold {
 				h.stats.hbFailures.Add(1)
@@ -228,8 +255,7 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 			}
 			if h.cancelOn && b.failures >= h.threshold {
 				b.cancel(errHeartbeatFailure)
-				delete(h.beats, b.ref)
-				b.removed = true
+				h.dropLocked(b)
 				continue
 			}
 			b.due = now.Add(h.retryWait)
@@ -237,10 +263,10 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 			if !b.finishing {
 				b.cancel(errLeaseLost)
 			}
-			delete(h.beats, b.ref)
-			b.removed = true
+			h.dropLocked(b)
 			continue
 		default:
+			h.setFailedLocked(b, false)
 			b.failures = 0
 			b.due = now.Add(h.interval())
 		}

@@ -547,3 +547,67 @@ func TestStaleBufferedJobsAreReleasedNotStarted(t *testing.T) {
 		stop(t, p)
 	})
 }
+
+// TestClaimsResumeAfterAnOutageEndsWithoutAnotherBeat: a heartbeat fails
+// during an outage, then the job's outcome is written before any later beat
+// (so no heartbeat call ever succeeds again). The processor must still
+// resume claiming: a failing beat that no longer exists does not count.
+func TestClaimsResumeAfterAnOutageEndsWithoutAnotherBeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		fs := faultstore.New(mem)
+		reg := processor.NewRegistry()
+		var p *processor.Processor
+		first := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			if j.ID == first {
+				fs.Cut()
+				for !p.HeartbeatsFailing() {
+					time.Sleep(10 * time.Millisecond)
+				}
+				go func() { time.Sleep(50 * time.Millisecond); fs.Restore() }()
+			}
+			return nil
+		})
+		p = startProcessor(t, fs, reg, testConfig())
+		waitFor(t, time.Minute, "the first job archived", inTable(mem, first, jobs.TableArchive))
+		second := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		p.Notify()
+		waitFor(t, time.Minute, "the second job archived", inTable(mem, second, jobs.TableArchive))
+		if p.HeartbeatsFailing() {
+			t.Fatal("heartbeats still reported failing with no job running")
+		}
+		stop(t, p)
+	})
+}
+
+// TestClaimsResumeAfterHeartbeatFailureCancelledTheJob: the same with
+// CancelOnHeartbeatFailure, where the failing beat is dropped at the
+// threshold.
+func TestClaimsResumeAfterHeartbeatFailureCancelledTheJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		fs := faultstore.New(mem)
+		first := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			if j.ID == first {
+				fs.Cut()
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		})
+		cfg := testConfig()
+		cfg.CancelOnHeartbeatFailure = true
+		cfg.HeartbeatFailureThreshold = 2
+		p := startProcessor(t, fs, reg, cfg)
+		time.Sleep(time.Minute)
+		fs.Restore()
+		waitFor(t, time.Minute, "the first job dead-lettered", inTable(mem, first, jobs.TableDLQ))
+		second := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		p.Notify()
+		waitFor(t, time.Minute, "the second job archived", inTable(mem, second, jobs.TableArchive))
+		stop(t, p)
+	})
+}
