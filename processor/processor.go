@@ -58,6 +58,7 @@ type Processor struct {
 	fetchDone    chan struct{}
 	workersDone  chan struct{}
 	hbDone       chan struct{}
+	stopDone     chan struct{} // closed when the first Stop returns
 }
 
 // New checks cfg and returns a processor over store that runs the handlers
@@ -139,40 +140,66 @@ func (p *Processor) Start(ctx context.Context) error {
 // Stop shuts down gracefully: it stops claiming, releases every buffered
 // job at once, gives running handlers ShutdownTimeout to finish, then
 // cancels them; a handler that returns after cancellation is retried with
-// no delay. A handler that never returns is left to rescue. Stop returns
-// ctx's error if ctx ends first.
+// no delay. A handler that never returns is left to rescue.
+//
+// When ctx has a deadline, the handlers' grace is cut so that part of what
+// is left (a quarter, at most 2s) remains for writing the retries of the
+// handlers cancelled at its end; a job interrupted by a short orchestrator
+// grace period is then retried, not left for rescue to dead-letter. When ctx
+// ends without warning, cancelled handlers get up to one second to settle.
+// A second Stop waits for the first.
 func (p *Processor) Stop(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.started || p.stopped {
+	switch {
+	case !p.started:
 		p.mu.Unlock()
 		return ErrNotRunning
+	case p.stopped:
+		done := p.stopDone
+		p.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	p.stopped = true
+	p.stopDone = make(chan struct{})
 	p.mu.Unlock()
+	defer close(p.stopDone)
+
+	grace := p.cfg.ShutdownTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		grace = max(min(grace, left-min(2*time.Second, left/4)), 0)
+	}
 
 	p.cancelFetch()
-	<-p.fetchDone
+	select {
+	case <-p.fetchDone:
+	case <-ctx.Done():
+	}
 	p.cancelWork()
 	if left := p.buf.close(); len(left) > 0 {
 		p.release(ctx, left, "processor stopping")
 	}
 
-	grace := time.NewTimer(p.cfg.ShutdownTimeout)
-	defer grace.Stop()
+	timer := time.NewTimer(grace)
+	defer timer.Stop()
 	var err error
 	select {
 	case <-p.workersDone:
-	case <-grace.C:
+	case <-timer.C:
 		p.log.Warn("shutdown timeout: cancelling running handlers", zap.Int64("running", p.stats.running.Load()))
 		p.cancelRun(errShutdown)
 		// Handlers that return are retried at once; one that ignores its
 		// context is abandoned after another ShutdownTimeout and left to
 		// rescue, so Stop always returns.
-		abandon := time.NewTimer(p.cfg.ShutdownTimeout)
-		defer abandon.Stop()
+		timer.Reset(p.cfg.ShutdownTimeout)
 		select {
 		case <-p.workersDone:
-		case <-abandon.C:
+		case <-timer.C:
 			err = fmt.Errorf("processor: %d handlers ignored cancellation; their jobs are left to rescue", p.stats.running.Load())
 			p.log.Error("handlers ignored cancellation; left to rescue", zap.Int64("running", p.stats.running.Load()))
 		case <-ctx.Done():
@@ -180,6 +207,11 @@ func (p *Processor) Stop(ctx context.Context) error {
 		}
 	case <-ctx.Done():
 		p.cancelRun(errShutdown)
+		timer.Reset(min(time.Second, p.cfg.ShutdownTimeout))
+		select {
+		case <-p.workersDone:
+		case <-timer.C:
+		}
 		err = ctx.Err()
 	}
 	p.cancelWrites()
@@ -290,13 +322,20 @@ func (p *Processor) releaseStale(ctx context.Context) {
 	}
 }
 
-// release returns Fetched jobs to Pending in one store call.
+// release returns Fetched jobs to Pending in one store call. It outlives a
+// cancelled ctx (the jobs should go back even as the processor stops) but
+// not ctx's deadline, and waits at most 30s: jobs it cannot release are
+// returned by rescue phase 1 anyway.
 func (p *Processor) release(ctx context.Context, fs []*fetched, why string) {
 	refs := make([]jobs.LeaseRef, len(fs))
 	for i, f := range fs {
 		refs[i] = f.job.Ref()
 	}
-	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	limit := 30 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		limit = max(min(limit, time.Until(dl)), 100*time.Millisecond)
+	}
+	callCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	defer cancel()
 	n, err := p.store.Release(callCtx, refs)
 	if err != nil {

@@ -611,3 +611,98 @@ func TestClaimsResumeAfterHeartbeatFailureCancelledTheJob(t *testing.T) {
 		stop(t, p)
 	})
 }
+
+// TestStopWithAShortDeadlineStillRetriesInterruptedJobs: the orchestrator
+// gives Stop one second while ShutdownTimeout is five. The handler honours
+// its context; its job must be retried at once, not left Processing for
+// rescue to dead-letter as a zombie.
+func TestStopWithAShortDeadlineStillRetriesInterruptedJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		started := make(chan struct{}, 1)
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		id := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		p := startProcessor(t, mem, reg, testConfig()) // ShutdownTimeout 5s
+		<-started
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		began := time.Now()
+		if err := p.Stop(ctx); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+		if took := time.Since(began); took > time.Second {
+			t.Fatalf("Stop took %v with a 1s context", took)
+		}
+		if j := get(t, mem, id); j.Table != jobs.TableHot || j.Status != jobs.StatusPending || j.AttemptCount != 1 {
+			t.Fatalf("interrupted job %+v, want Pending again after its one attempt", j)
+		}
+	})
+}
+
+// hangingRelease never answers a release until its context ends.
+type hangingRelease struct{ jobs.Store }
+
+func (h hangingRelease) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) {
+	<-ctx.Done()
+	return 0, ctx.Err()
+}
+
+// TestStopHonoursItsContext: a release that hangs does not hold Stop past
+// its context's deadline.
+func TestStopHonoursItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		for range 8 {
+			enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		}
+		block := make(chan struct{})
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error { <-block; return nil })
+		cfg := testConfig()
+		cfg.Concurrency = 1
+		p := startProcessor(t, hangingRelease{mem}, reg, cfg)
+		waitFor(t, time.Minute, "buffered", func() bool { return p.Stats().Buffered == 7 })
+		close(block)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		began := time.Now()
+		_ = p.Stop(ctx)
+		if took := time.Since(began); took > 2*time.Second {
+			t.Fatalf("Stop(ctx 1s) took %v", took)
+		}
+	})
+}
+
+// TestConcurrentStopWaitsForTheFirst: a second Stop returns only when the
+// first has finished, so a caller never closes the store under it.
+func TestConcurrentStopWaitsForTheFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		started := make(chan struct{}, 1)
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
+			started <- struct{}{}
+			time.Sleep(3 * time.Second)
+			return nil
+		})
+		p := startProcessor(t, mem, reg, testConfig())
+		<-started
+		firstDone := make(chan struct{})
+		go func() { _ = p.Stop(context.Background()); close(firstDone) }()
+		synctest.Wait()
+		if err := p.Stop(context.Background()); err != nil {
+			t.Fatalf("second Stop: %v", err)
+		}
+		select {
+		case <-firstDone:
+		default:
+			t.Fatal("the second Stop returned before the first finished")
+		}
+	})
+}
