@@ -39,7 +39,7 @@ type Processor struct {
 	wakeFetch chan struct{} // a local enqueue or free buffer space
 	minPoll   time.Duration
 
-	paused atomic.Pointer[map[string]bool]
+	paused atomic.Pointer[pausedView]
 
 	mu      sync.Mutex
 	started bool
@@ -82,8 +82,7 @@ func New(store jobs.Store, reg *Registry, cfg Config) (*Processor, error) {
 	}
 	p.hb = newHeartbeater(store, cfg, &p.stats)
 	p.hb.log = p.log
-	empty := map[string]bool{}
-	p.paused.Store(&empty)
+	p.paused.Store(&pausedView{})
 	return p, nil
 }
 
@@ -257,12 +256,16 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 			n := min(p.cfg.BatchSize, free)
 			queues := rotate(p.cfg.Queues, next)
 			next++
+			claimedAt := time.Now()
 			got, err := p.store.Claim(ctx, jobs.ClaimParams{WorkerID: p.cfg.WorkerID, Queues: queues, Limit: n})
 			if len(got) > 0 {
-				now := time.Now()
 				fs := make([]*fetched, len(got))
+				view := p.paused.Load()
 				for i, j := range got {
-					fs[i] = &fetched{job: j, claimedAt: now}
+					fs[i] = &fetched{job: j, claimedAt: claimedAt}
+					if view.queues[j.Queue] {
+						refreshed = time.Time{} // the store gave jobs of a queue we think paused: look again
+					}
 				}
 				p.stats.claimed.Add(int64(len(got)))
 				p.cfg.Observer.JobsClaimed(got)
@@ -296,7 +299,14 @@ func rotate(qs []string, n int) []string {
 	return append(append(out, qs[k:]...), qs[:k]...)
 }
 
+// pausedView is the processor's last read of which queues are paused.
+type pausedView struct {
+	at     time.Time // when the read began
+	queues map[string]bool
+}
+
 func (p *Processor) refreshPaused(ctx context.Context) {
+	at := time.Now()
 	qs, err := p.store.Queues(ctx)
 	if err != nil {
 		return // keep the last view; claims themselves skip paused queues
@@ -307,16 +317,23 @@ func (p *Processor) refreshPaused(ctx context.Context) {
 			m[q.Name] = true
 		}
 	}
-	p.paused.Store(&m)
+	p.paused.Store(&pausedView{at: at, queues: m})
 }
 
-func (p *Processor) isPaused(queue string) bool { return (*p.paused.Load())[queue] }
+// pausedSinceClaim reports whether f's queue was seen paused after f was
+// claimed. A claim of a paused queue returns nothing, so a pause read
+// before the claim is out of date for that job: releasing it would only
+// claim it again (a claim/release spin right after a resume).
+func (p *Processor) pausedSinceClaim(f *fetched) bool {
+	v := p.paused.Load()
+	return v.queues[f.job.Queue] && v.at.After(f.claimedAt)
+}
 
 // releaseStale gives back buffered jobs that waited more than half of
-// FetchedJobTimeout, or whose queue was paused.
+// FetchedJobTimeout, or whose queue was paused since their claim.
 func (p *Processor) releaseStale(ctx context.Context) {
 	cutoff := time.Now().Add(-p.cfg.FetchedJobTimeout / 2)
-	stale := p.buf.takeIf(func(f *fetched) bool { return f.claimedAt.Before(cutoff) || p.isPaused(f.job.Queue) })
+	stale := p.buf.takeIf(func(f *fetched) bool { return f.claimedAt.Before(cutoff) || p.pausedSinceClaim(f) })
 	if len(stale) > 0 {
 		p.release(ctx, stale, "buffered too long or queue paused")
 	}
@@ -364,7 +381,7 @@ func (p *Processor) worker(ctx context.Context) {
 func (p *Processor) execute(f *fetched) {
 	j := f.job
 	log := jobLogger{base: p.log, job: j}
-	if time.Since(f.claimedAt) > p.cfg.FetchedJobTimeout/2 || p.isPaused(j.Queue) {
+	if time.Since(f.claimedAt) > p.cfg.FetchedJobTimeout/2 || p.pausedSinceClaim(f) {
 		p.release(p.writesCtx, []*fetched{f}, "buffered too long or queue paused")
 		return
 	}

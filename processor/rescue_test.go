@@ -706,3 +706,42 @@ func TestConcurrentStopWaitsForTheFirst(t *testing.T) {
 		}
 	})
 }
+
+// TestResumingAQueueDoesNotSpin: the processor's view of paused queues is
+// refreshed every few polls; jobs claimed after a resume, while that view
+// still says paused, must run, not be released and claimed again in a loop.
+// (Real time: the bug was a spin that never lets fake time advance.)
+func TestResumingAQueueDoesNotSpin(t *testing.T) {
+	mem := newMem()
+	cs := newCountingStore(mem)
+	if _, err := mem.UpdateQueue(context.Background(), "default", jobs.QueueUpdate{Paused: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+	reg := processor.NewRegistry()
+	reg.MustHandle("h", func(context.Context, *processor.Job) error { return nil })
+	cfg := testConfig()
+	cfg.PollInterval = 200 * time.Millisecond
+	p := startProcessor(t, cs, reg, cfg)
+	time.Sleep(50 * time.Millisecond) // the first refresh saw the pause
+	for range 20 {
+		enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+	}
+	if _, err := mem.UpdateQueue(context.Background(), "default", jobs.QueueUpdate{Paused: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	p.Notify()
+	deadline := time.Now().Add(10 * time.Second)
+	for countIn(t, mem, jobs.TableArchive) < 20 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stop(t, p)
+	if n := countIn(t, mem, jobs.TableArchive); n != 20 {
+		t.Fatalf("%d of 20 archived after the resume", n)
+	}
+	if r := cs.count("release"); r > 0 {
+		t.Fatalf("%d releases after the resume: jobs claimed after it were given back", r)
+	}
+	if c := cs.count("claim"); c > 200 {
+		t.Fatalf("%d claims for 20 jobs: the fetch loop spun", c)
+	}
+}
