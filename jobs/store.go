@@ -24,6 +24,8 @@ type Store interface {
 	Claim(ctx context.Context, p ClaimParams) ([]*Job, error)
 	// Start moves a Fetched job to Processing: AttemptCount+1, start,
 	// heartbeat and deadline (queue's execution timeout, else DefaultTimeout).
+	// Starting again with the same lease reports the first start unchanged:
+	// a call retried after its reply was lost must not lose the job.
 	Start(ctx context.Context, ref LeaseRef, p StartParams) (Started, error)
 	// Heartbeat stamps Processing jobs with the store's time in one call. It
 	// returns the refs that matched no row: those jobs' leases are lost.

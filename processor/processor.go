@@ -343,7 +343,7 @@ func (p *Processor) releaseStale(ctx context.Context) {
 // cancelled ctx (the jobs should go back even as the processor stops) but
 // not ctx's deadline, and waits at most 30s: jobs it cannot release are
 // returned by rescue phase 1 anyway.
-func (p *Processor) release(ctx context.Context, fs []*fetched, why string) {
+func (p *Processor) release(ctx context.Context, fs []*fetched, why string) int {
 	refs := make([]jobs.LeaseRef, len(fs))
 	for i, f := range fs {
 		refs[i] = f.job.Ref()
@@ -358,10 +358,11 @@ func (p *Processor) release(ctx context.Context, fs []*fetched, why string) {
 	if err != nil {
 		p.stats.storeErrors.Add(1)
 		p.log.Warn("release failed; rescue phase 1 will return the jobs", zap.Int("jobs", len(refs)), zap.String("why", why), zap.Error(err))
-		return
+		return 0
 	}
 	p.stats.released.Add(int64(n))
 	p.log.Debug("jobs released", zap.Int("jobs", n), zap.String("why", why))
+	return n
 }
 
 func (p *Processor) worker(ctx context.Context) {
@@ -394,8 +395,16 @@ func (p *Processor) execute(f *fetched) {
 		return
 	case err != nil:
 		p.stats.storeErrors.Add(1)
-		log.Warn("start failed; releasing the job", zap.Error(err))
-		p.release(p.writesCtx, []*fetched{f}, "start failed")
+		log.Warn("start failed; giving the job back", zap.Error(err))
+		if p.release(p.writesCtx, []*fetched{f}, "start failed") == 0 {
+			// The start may have committed with its reply lost, leaving the
+			// job Processing under this lease with no heartbeat. No user
+			// code ran, so hand it back as a retry rather than leave it to
+			// be dead-lettered as a zombie.
+			ctx, cancel := context.WithTimeout(p.writesCtx, 30*time.Second)
+			_ = p.store.Retry(ctx, j.Ref(), jobs.RetryParams{Error: "start failed: " + truncate(err.Error(), maxLastError-20)})
+			cancel()
+		}
 		return
 	}
 	p.stats.started.Add(1)

@@ -745,3 +745,37 @@ func TestResumingAQueueDoesNotSpin(t *testing.T) {
 		t.Fatalf("%d claims for 20 jobs: the fetch loop spun", c)
 	}
 }
+
+// startReplyLost commits the first start of every job but reports an error,
+// as when the connection drops after the commit.
+type startReplyLost struct {
+	jobs.Store
+	mu   sync.Mutex
+	seen map[int64]bool
+}
+
+func (s *startReplyLost) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
+	st, err := s.Store.Start(ctx, r, p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil && !s.seen[r.ID] {
+		s.seen[r.ID] = true
+		return jobs.Started{}, errors.New("connection reset after commit")
+	}
+	return st, err
+}
+
+// TestAStartWhoseReplyIsLostIsRetriedNotLost: the start committed but the
+// processor saw an error; the job must come back and run, not wait in
+// Processing to be dead-lettered as a zombie.
+func TestAStartWhoseReplyIsLostIsRetriedNotLost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		id := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(context.Context, *processor.Job) error { return nil })
+		p := startProcessor(t, &startReplyLost{Store: mem, seen: map[int64]bool{}}, reg, testConfig())
+		waitFor(t, time.Minute, "the job archived", inTable(mem, id, jobs.TableArchive))
+		stop(t, p)
+	})
+}

@@ -166,17 +166,25 @@ END
 COMMIT TRANSACTION;`
 
 // Fetched -> Processing. The deadline is the queue's execution timeout, else
-// the processor's default.
+// the processor's default. A repeated start of the same claim (the reply to
+// the first was lost and the call retried) reports that start again instead
+// of losing the job: the lease belongs to this claim alone.
 const qStart = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @started TABLE (AttemptCount INT NOT NULL, StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL);
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
     DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
                        ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END
-OUTPUT inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc, q.ExecutionTimeoutSeconds
+OUTPUT inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
 FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
-WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 1;`
+WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 1;
+IF @@ROWCOUNT = 0
+    INSERT INTO @started (AttemptCount, StartedAtUtc, DeadlineUtc)
+    SELECT AttemptCount, StartedAtUtc, DeadlineUtc FROM {{s}}.JobsHot
+    WHERE Id = @id AND RunLease = @lease AND Status = 2;
+SELECT AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;`
 
 // Heartbeat of many jobs in one statement. FORCESEEK keeps it a seek per
 // listed job whatever the optimizer guesses about the table parameter.

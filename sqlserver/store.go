@@ -353,10 +353,9 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	var st jobs.Started
 	var found bool
 	err := s.do(ctx, "start", idempotent, func(ctx context.Context) error {
-		var queueTimeout sql.NullInt64
 		err := s.db.QueryRowContext(ctx, s.q.start, named("id", ref.ID), named("lease", ref.Lease),
 			named("defaultMs", p.DefaultTimeout.Milliseconds())).
-			Scan(&st.AttemptCount, &st.StartedAt, &st.DeadlineAt, &queueTimeout)
+			Scan(&st.AttemptCount, &st.StartedAt, &st.DeadlineAt)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			found = false
@@ -366,10 +365,7 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 		}
 		found = true
 		st.StartedAt, st.DeadlineAt = st.StartedAt.UTC(), st.DeadlineAt.UTC()
-		st.Timeout = p.DefaultTimeout
-		if queueTimeout.Valid {
-			st.Timeout = time.Duration(queueTimeout.Int64) * time.Second
-		}
+		st.Timeout = st.DeadlineAt.Sub(st.StartedAt)
 		return nil
 	})
 	if err != nil {

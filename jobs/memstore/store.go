@@ -213,6 +213,10 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if j := s.owned(ref, jobs.StatusProcessing); j != nil {
+		// This claim's own start, repeated: report it again (see jobs.Store).
+		return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: j.StartedAt, DeadlineAt: j.DeadlineAt, Timeout: j.DeadlineAt.Sub(j.StartedAt)}, nil
+	}
 	j := s.owned(ref, jobs.StatusFetched)
 	if j == nil {
 		return jobs.Started{}, fmt.Errorf("start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)

@@ -31,6 +31,20 @@ var workerCases = []testCase{
 			t.Fatalf("Start = %+v, want the queue's 90s timeout", st)
 		}
 	}},
+	{"StartAgainWithTheSameLeaseReportsTheFirstStart", func(t *testing.T, h *Harness) {
+		enqueue(t, h, jobs.EnqueueParams{})
+		j := claimOne(t, h)
+		first := start(t, h, j.Ref())
+		h.Advance(t, time.Second)
+		again := start(t, h, j.Ref())
+		if again.AttemptCount != 1 || !closeTo(again.StartedAt, first.StartedAt, time.Millisecond) ||
+			!closeTo(again.DeadlineAt, first.DeadlineAt, time.Millisecond) || again.Timeout != first.Timeout {
+			t.Fatalf("second start %+v, want the first %+v again", again, first)
+		}
+		if s := wantHot(t, h, j.ID, jobs.StatusProcessing); s.AttemptCount != 1 {
+			t.Fatalf("attempt %d after a repeated start, want 1", s.AttemptCount)
+		}
+	}},
 	{"StartRejectsZeroDefaultTimeout", func(t *testing.T, h *Harness) {
 		enqueue(t, h, jobs.EnqueueParams{})
 		_, err := h.Store.Start(ctxOf(t), claimOne(t, h).Ref(), jobs.StartParams{})
