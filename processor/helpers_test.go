@@ -42,6 +42,13 @@ func startProcessor(t *testing.T, s jobs.Store, reg *processor.Registry, cfg pro
 	if err := p.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// A failed test must not leave the processor running: in a synctest
+	// bubble that turns one failure into a deadlock panic.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = p.Stop(ctx)
+	})
 	return p
 }
 

@@ -394,13 +394,18 @@ func TestHeartbeatFailuresCancelAndStopClaims(t *testing.T) {
 		s.down.Store(true)
 		waitFor(t, time.Minute, "a failed beat", p.HeartbeatsFailing)
 		enqueue(t, mem, jobs.EnqueueParams{Type: "h"}) // must wait: beats are failing
+		p.Notify()
 		claimsWhileFailing := s.claims.Load()
-		waitFor(t, 2*time.Minute, "dead-lettered", inTable(mem, first, jobs.TableDLQ))
-		if d := get(t, mem, first); d.FailureReason != jobs.ReasonHeartbeatFailure {
-			t.Fatalf("reason %s, want HeartbeatFailure", d.FailureReason)
+		time.Sleep(3 * time.Second) // less than 3 failures at Min/4 = 2s apart
+		if !p.HeartbeatsFailing() {
+			t.Fatal("heartbeats stopped failing before the threshold")
 		}
 		if got := s.claims.Load(); got != claimsWhileFailing {
 			t.Fatalf("%d claims while heartbeats failed", got-claimsWhileFailing)
+		}
+		waitFor(t, 2*time.Minute, "dead-lettered", inTable(mem, first, jobs.TableDLQ))
+		if d := get(t, mem, first); d.FailureReason != jobs.ReasonHeartbeatFailure {
+			t.Fatalf("reason %s, want HeartbeatFailure", d.FailureReason)
 		}
 		if st := p.Stats(); st.HeartbeatFailures != 1 {
 			t.Fatalf("stats %+v, want one heartbeat failure at the threshold", st)
