@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 	"maps"
 	"slices"
 
@@ -84,7 +85,17 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	if cfg.Schema == "" {
 		cfg.Schema = schema.DefaultName
 	}
+	if err := checkTimeouts(cfg); err != nil {
+		return nil, err
+	}
 	c := &Client{cfg: cfg, log: cfg.Logger}
+	ok := false
+	defer func() {
+		// Do not leak the pool New opened when a later step fails.
+		if !ok && c.sql != nil && cfg.Store == nil {
+			c.sql.Close()
+		}
+	}()
 	switch {
 	case cfg.Store != nil:
 		c.store = cfg.Store
@@ -153,7 +164,35 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		}
 		c.rescuer = r
 	}
+	ok = true
 	return c, nil
+}
+
+// checkTimeouts refuses processor and rescue settings that would fight:
+// different fetched-job timeouts (the buffer releases at half of its own,
+// phase 1 rescues at its own), or a zombie timeout that a live worker's
+// heartbeat interval could exceed.
+func checkTimeouts(cfg Config) error {
+	pd, rd := processor.DefaultConfig(), zombie.DefaultConfig()
+	or := func(v, d time.Duration) time.Duration {
+		if v == 0 {
+			return d
+		}
+		return v
+	}
+	pf, rf := cfg.Processor.FetchedJobTimeout, cfg.Rescue.FetchedJobTimeout
+	if pf != 0 && rf != 0 && pf != rf {
+		return fmt.Errorf("chokaq: Processor.FetchedJobTimeout (%v) and Rescue.FetchedJobTimeout (%v) differ; set one, or both the same", pf, rf)
+	}
+	if cfg.DisableProcessor || cfg.DisableRescue {
+		return nil
+	}
+	hbMax := or(cfg.Processor.HeartbeatIntervalMax, pd.HeartbeatIntervalMax)
+	zombieTimeout := or(cfg.Rescue.ProcessingZombieTimeout, rd.ProcessingZombieTimeout)
+	if zombieTimeout <= 3*hbMax {
+		return fmt.Errorf("chokaq: Rescue.ProcessingZombieTimeout (%v) must be more than 3 x Processor.HeartbeatIntervalMax (%v), or live jobs are rescued", zombieTimeout, hbMax)
+	}
+	return nil
 }
 
 // depthQueues are the queues whose depth the rescue loop samples: the ones

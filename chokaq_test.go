@@ -3,12 +3,15 @@ package chokaq_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 	"testing"
 
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/config"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/zombie"
 )
 
 func TestClientWritesQueueSettingsAtStart(t *testing.T) {
@@ -74,5 +77,27 @@ func TestFromSettings(t *testing.T) {
 	}
 	if j, _ := client.Store().GetJob(context.Background(), r.ID); j.MaxAttempts != 7 {
 		t.Fatalf("Retry.MaxAttempts did not become the enqueue default: %d", j.MaxAttempts)
+	}
+}
+
+func TestClientRefusesTimeoutsThatFight(t *testing.T) {
+	ctx := context.Background()
+	reg := processor.NewRegistry()
+	_, err := chokaq.New(ctx, chokaq.Config{
+		Processor: processor.Config{FetchedJobTimeout: time.Minute},
+		Rescue:    zombie.Config{FetchedJobTimeout: 2 * time.Minute},
+	}, reg)
+	if err == nil || !strings.Contains(err.Error(), "FetchedJobTimeout") {
+		t.Fatalf("different fetched timeouts: %v", err)
+	}
+	_, err = chokaq.New(ctx, chokaq.Config{
+		Processor: processor.Config{HeartbeatIntervalMin: 10 * time.Second, HeartbeatIntervalMax: 30 * time.Second},
+		Rescue:    zombie.Config{ProcessingZombieTimeout: time.Minute},
+	}, reg)
+	if err == nil || !strings.Contains(err.Error(), "3 x Processor.HeartbeatIntervalMax") {
+		t.Fatalf("zombie timeout under 3 heartbeats: %v", err)
+	}
+	if _, err := chokaq.New(ctx, chokaq.Config{Rescue: zombie.Config{ProcessingZombieTimeout: time.Minute}}, reg); err != nil {
+		t.Fatalf("a 1m zombie timeout with 12s heartbeats: %v", err)
 	}
 }

@@ -10,20 +10,24 @@ import (
 // Delay returns the wait before the next execution after attempt failed
 // (attempt counts from 1):
 //
-//	min(BaseDelay * BackoffMultiplier^(attempt-1), MaxDelay) + jitter
+//	min(BaseDelay * BackoffMultiplier^(attempt-1), MaxDelay - JitterMaxDelay) + jitter
 //
-// where jitter is in [0, JitterMaxDelay], and the sum never exceeds
-// MaxDelay. jitter01 is a uniform sample in [0, 1).
+// where jitter is in [0, JitterMaxDelay]. The delay never exceeds MaxDelay,
+// and retries that reach the cap still spread over the last
+// JitterMaxDelay instead of all falling due at once. jitter01 is a uniform
+// sample in [0, 1).
 func (p RetryPolicy) Delay(attempt int, jitter01 float64) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
+	jitterMax := min(max(p.JitterMaxDelay, 0), p.MaxDelay)
+	ceiling := float64(p.MaxDelay - jitterMax)
 	base := float64(p.BaseDelay) * math.Pow(p.BackoffMultiplier, float64(attempt-1))
-	if base > float64(p.MaxDelay) || math.IsInf(base, 0) || math.IsNaN(base) {
-		base = float64(p.MaxDelay)
+	if base > ceiling || math.IsInf(base, 0) || math.IsNaN(base) {
+		base = ceiling
 	}
-	d := time.Duration(base) + time.Duration(jitter01*float64(p.JitterMaxDelay))
-	return min(d, p.MaxDelay)
+	jitter01 = min(max(jitter01, 0), 1)
+	return time.Duration(base) + time.Duration(jitter01*float64(jitterMax))
 }
 
 func randomSuffix() string {

@@ -56,7 +56,9 @@ type RetryPolicy struct {
 	BaseDelay         time.Duration // (3s)
 	MaxDelay          time.Duration // (1h)
 	BackoffMultiplier float64       // (2)
-	JitterMaxDelay    time.Duration // (1s)
+	// JitterMaxDelay is the most random delay added to a retry (1s; zero
+	// takes the default, so use 1ns for practically none).
+	JitterMaxDelay time.Duration
 }
 
 // DefaultConfig returns DESIGN section 8's defaults.
@@ -103,6 +105,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.FetchedJobTimeout, d.FetchedJobTimeout)
 	setDur(&c.Retry.BaseDelay, d.Retry.BaseDelay)
 	setDur(&c.Retry.MaxDelay, d.Retry.MaxDelay)
+	setDur(&c.Retry.JitterMaxDelay, d.Retry.JitterMaxDelay)
 	if c.Retry.BackoffMultiplier == 0 {
 		c.Retry.BackoffMultiplier = d.Retry.BackoffMultiplier
 	}
@@ -146,8 +149,8 @@ func (c Config) Validate() error {
 		return bad("BatchSize", c.BatchSize, "must be between 1 and 1000")
 	case c.PollInterval < time.Millisecond:
 		return bad("PollInterval", c.PollInterval, "must be at least 1ms")
-	case c.DefaultTimeout <= 0:
-		return bad("DefaultTimeout", c.DefaultTimeout, "must be positive")
+	case c.DefaultTimeout <= 0 || c.DefaultTimeout > jobs.MaxDelay:
+		return bad("DefaultTimeout", c.DefaultTimeout, "must be positive and at most "+jobs.MaxDelay.String())
 	case c.HeartbeatIntervalMin <= 0:
 		return bad("HeartbeatIntervalMin", c.HeartbeatIntervalMin, "must be positive")
 	case c.HeartbeatIntervalMin > c.HeartbeatIntervalMax:
@@ -164,10 +167,10 @@ func (c Config) Validate() error {
 		return bad("Retry.MaxDelay", c.Retry.MaxDelay, fmt.Sprintf("must be >= Retry.BaseDelay (%v)", c.Retry.BaseDelay))
 	case c.Retry.MaxDelay > jobs.MaxDelay:
 		return bad("Retry.MaxDelay", c.Retry.MaxDelay, "must be at most "+jobs.MaxDelay.String())
-	case c.Retry.BackoffMultiplier < 1:
-		return bad("Retry.BackoffMultiplier", c.Retry.BackoffMultiplier, "must be at least 1")
-	case c.Retry.JitterMaxDelay < 0:
-		return bad("Retry.JitterMaxDelay", c.Retry.JitterMaxDelay, "must not be negative")
+	case !(c.Retry.BackoffMultiplier >= 1 && c.Retry.BackoffMultiplier <= 1000): // also refuses NaN
+		return bad("Retry.BackoffMultiplier", c.Retry.BackoffMultiplier, "must be between 1 and 1000")
+	case c.Retry.JitterMaxDelay < 0 || c.Retry.JitterMaxDelay > c.Retry.MaxDelay:
+		return bad("Retry.JitterMaxDelay", c.Retry.JitterMaxDelay, fmt.Sprintf("must be between 0 and Retry.MaxDelay (%v)", c.Retry.MaxDelay))
 	}
 	return nil
 }

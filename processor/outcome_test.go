@@ -203,13 +203,17 @@ func TestRetryDelay(t *testing.T) {
 			t.Errorf("Delay(%d, ~1) = %v, want in (%v, %v]", attempt, got, want, want+time.Second)
 		}
 	}
-	// The cap holds, jitter included.
-	if got := p.Delay(30, 0.9); got != time.Hour {
-		t.Errorf("Delay(30) = %v, want the 1h cap", got)
+	// At the cap, delays stay within [MaxDelay - JitterMaxDelay, MaxDelay]
+	// and still spread with the jitter.
+	if lo, hi := p.Delay(30, 0), p.Delay(30, 0.999999); lo != time.Hour-time.Second || hi <= lo || hi > time.Hour {
+		t.Errorf("Delay(30) spans [%v, %v], want [59m59s, 1h]", lo, hi)
 	}
 	capped := processor.RetryPolicy{BaseDelay: 50 * time.Second, MaxDelay: time.Minute, BackoffMultiplier: 2, JitterMaxDelay: 30 * time.Second}
-	if got := capped.Delay(1, 0.9); got != time.Minute {
-		t.Errorf("base 50s + jitter 27s = %v, want capped at 1m", got)
+	if got := capped.Delay(1, 0.9); got > time.Minute || got < 30*time.Second {
+		t.Errorf("base 50s + jitter = %v, want within [30s, 1m]", got)
+	}
+	if got := p.Delay(1<<30, 0.5); got > time.Hour || got < time.Hour-time.Second {
+		t.Errorf("a huge attempt number gave %v", got)
 	}
 }
 
@@ -232,7 +236,7 @@ func TestRetryDelayIsApplied(t *testing.T) {
 		})
 		id := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
 		cfg := testConfig()
-		cfg.Retry = processor.RetryPolicy{BaseDelay: 10 * time.Second, MaxDelay: time.Hour, BackoffMultiplier: 3}
+		cfg.Retry = processor.RetryPolicy{BaseDelay: 10 * time.Second, MaxDelay: time.Hour, BackoffMultiplier: 3, JitterMaxDelay: time.Nanosecond}
 		p := startProcessor(t, s, reg, cfg)
 		waitFor(t, 5*time.Minute, "archive", inTable(s, id, jobs.TableArchive))
 		stop(t, p)

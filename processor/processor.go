@@ -407,6 +407,9 @@ func (p *Processor) execute(f *fetched) {
 		}
 		return
 	}
+	if st.Timeout <= 0 { // a store that reports no timeout: use ours
+		st.Timeout = p.cfg.DefaultTimeout
+	}
 	p.stats.started.Add(1)
 	p.cfg.Observer.JobStarted(j, st)
 	ref := j.Ref()

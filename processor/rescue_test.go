@@ -574,7 +574,14 @@ func TestClaimsResumeAfterAnOutageEndsWithoutAnotherBeat(t *testing.T) {
 			}
 			return nil
 		})
-		p = startProcessor(t, fs, reg, testConfig())
+		// p must be set before the handler can run: build, assign, then start.
+		var err error
+		if p, err = processor.New(fs, reg, testConfig()); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 		waitFor(t, time.Minute, "the first job archived", inTable(mem, first, jobs.TableArchive))
 		second := enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
 		p.Notify()

@@ -157,6 +157,12 @@ func New(store jobs.Store, cfg Config) (*Rescuer, error) {
 // until a short batch. It returns what moved, also when a phase fails.
 func (r *Rescuer) Sweep(ctx context.Context) (res Result, err error) {
 	defer func() {
+		// A panic in a store or hook is this sweep's failure: report it as
+		// one, so readiness and feeds do not see a healthy rescuer.
+		if p := recover(); p != nil {
+			r.failed.Add(1)
+			err = fmt.Errorf("zombie: sweep panicked: %v", p)
+		}
 		r.lastSweep.Store(time.Now().UnixNano())
 		if r.cfg.OnSweep != nil {
 			r.cfg.OnSweep(res, err)
@@ -269,12 +275,13 @@ func (r *Rescuer) loop(ctx context.Context) {
 	}
 }
 
-// safeSweep keeps a panic in a store or hook from ending the loop.
+// safeSweep keeps a panic (Sweep recovers its own; this catches one in
+// OnSweep) from ending the loop.
 func (r *Rescuer) safeSweep(ctx context.Context) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.failed.Add(1)
-			err = fmt.Errorf("zombie: sweep panicked: %v", p)
+			err = fmt.Errorf("zombie: sweep hook panicked: %v", p)
 		}
 	}()
 	sweepCtx, cancel := context.WithTimeout(ctx, max(r.cfg.ScanInterval, 30*time.Second))
@@ -293,13 +300,17 @@ func (r *Rescuer) Stop(ctx context.Context) error {
 	r.cancel = nil
 	r.mu.Unlock()
 	cancel()
+	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
 	}
 	if r.cfg.Leader != nil {
-		return r.cfg.Leader.Resign(ctx)
+		// Resign even when ctx ended, so another process can lead at once.
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		err = errors.Join(err, r.cfg.Leader.Resign(rctx))
 	}
-	return nil
+	return err
 }

@@ -235,3 +235,36 @@ func TestOnSweepSeesEverySweep(t *testing.T) {
 		t.Fatalf("OnSweep saw %v / %v", results, errs)
 	}
 }
+
+// panickyStore panics in phase 1.
+type panickyStore struct{ jobs.Store }
+
+func (panickyStore) RescueFetched(context.Context, jobs.RescueParams) ([]jobs.Rescued, error) {
+	panic("store bug")
+}
+
+func TestAPanickingSweepIsReportedAsFailed(t *testing.T) {
+	var seen error
+	r, _ := zombie.New(panickyStore{memstore.New()}, zombie.Config{OnSweep: func(_ zombie.Result, err error) { seen = err }})
+	_, err := r.Sweep(t.Context())
+	if err == nil || seen == nil || !strings.Contains(err.Error(), "store bug") {
+		t.Fatalf("Sweep = %v, OnSweep saw %v; want the panic as an error", err, seen)
+	}
+	if c := r.Counters(); c.FailedSweeps != 1 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestStopResignsEvenWhenItsContextEnded(t *testing.T) {
+	leader := &fakeLeader{}
+	r, _ := zombie.New(memstore.New(), zombie.Config{Leader: leader, ScanInterval: time.Hour})
+	if err := r.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = r.Stop(ctx)
+	if !leader.resigned.Load() {
+		t.Fatal("Stop with an ended context did not resign")
+	}
+}
