@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 	"maps"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/config"
