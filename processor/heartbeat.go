@@ -236,6 +236,17 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 		h.log.Warn("heartbeat failed", zap.Int("jobs", len(batch)), zap.Error(err))
 	}
 
+	// Degraded beats are reported after the lock is released: a slow
+	// observer or log sink must not hold up every worker's add and remove.
+	var degraded []*beat
+	defer func() {
+		for _, b := range degraded {
+			h.stats.hbFailures.Add(1)
+			h.observer.HeartbeatDegraded(b.ref)
+			b.log.Error("heartbeat degraded: consecutive failures reached the threshold",
+				zap.Int("failures", h.threshold), zap.Bool("cancel", h.cancelOn), zap.Error(err))
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
@@ -248,10 +259,7 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 			h.setFailedLocked(b, true)
 			b.failures++
 			if b.failures == h.threshold {
-				h.stats.hbFailures.Add(1)
-				h.observer.HeartbeatDegraded(b.ref)
-				b.log.Error("heartbeat degraded: consecutive failures reached the threshold",
-					zap.Int("failures", b.failures), zap.Bool("cancel", h.cancelOn), zap.Error(err))
+				degraded = append(degraded, b)
 			}
 			if h.cancelOn && b.failures >= h.threshold {
 				b.cancel(errHeartbeatFailure)

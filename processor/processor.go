@@ -199,8 +199,8 @@ func (p *Processor) Stop(ctx context.Context) error {
 		select {
 		case <-p.workersDone:
 		case <-timer.C:
-			err = fmt.Errorf("processor: %d handlers ignored cancellation; their jobs are left to rescue", p.stats.running.Load())
-			p.log.Error("handlers ignored cancellation; left to rescue", zap.Int64("running", p.stats.running.Load()))
+			err = fmt.Errorf("processor: workers did not finish (%d handlers ignoring cancellation, or outcome writes failing); their jobs are left to rescue", p.stats.running.Load())
+			p.log.Error("workers did not finish; their jobs are left to rescue", zap.Int64("running_handlers", p.stats.running.Load()))
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
