@@ -30,11 +30,28 @@ func openTestStore(t *testing.T) *Store {
 	return s
 }
 
-// TestContract runs the whole contract suite against SQL Server, on one
-// schema emptied before each case.
-func TestContract(t *testing.T) {
-	s := openTestStore(t)
-	storetest.Run(t, func(t *testing.T) *storetest.Harness {
+// TestContract runs the contract's transitions against SQL Server, on one
+// schema emptied before each case; the invariants follow, one test each.
+func TestContract(t *testing.T) { storetest.RunTransitions(t, harnessOn(openTestStore(t))) }
+
+func TestInvariant_I1_SingleOwner(t *testing.T) { runInvariant(t, "I1") }
+func TestInvariant_I2_NoJobLost(t *testing.T)   { runInvariant(t, "I2") }
+func TestInvariant_I3_SafeReclaim(t *testing.T) { runInvariant(t, "I3") }
+func TestInvariant_I4_UncertainWorkNotRerun(t *testing.T) {
+	runInvariant(t, "I4")
+}
+func TestInvariant_I5_PerQueueTimeouts(t *testing.T) { runInvariant(t, "I5") }
+func TestInvariant_I6_Bulkhead(t *testing.T)         { runInvariant(t, "I6") }
+func TestInvariant_I7_ServerTime(t *testing.T)       { runInvariant(t, "I7") }
+
+func runInvariant(t *testing.T, id string) {
+	storetest.RunInvariant(t, id, harnessOn(openTestStore(t)))
+}
+
+// harnessOn empties s for each case and moves time by ageing every stored
+// instant.
+func harnessOn(s *Store) storetest.Factory {
+	return func(t *testing.T) *storetest.Harness {
 		if _, err := s.db.ExecContext(t.Context(), s.q.resetForTest); err != nil {
 			t.Fatalf("reset: %v", err)
 		}
@@ -48,7 +65,7 @@ func TestContract(t *testing.T) {
 				tb.Errorf("advance %v: %v", d, err)
 			}
 		}}
-	})
+	}
 }
 
 // TestClaimLockFootprint claims 20 of 10,000 due rows inside an open

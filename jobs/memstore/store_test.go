@@ -25,8 +25,19 @@ func TestContract(t *testing.T) {
 	if n := storetest.CaseCount(); n < 40 {
 		t.Fatalf("the contract has %d cases, want at least 40", n)
 	}
-	storetest.Run(t, newHarness)
+	storetest.RunTransitions(t, newHarness)
 }
+
+// The invariants of DESIGN section 5, one top-level test each.
+func TestInvariant_I1_SingleOwner(t *testing.T) { storetest.RunInvariant(t, "I1", newHarness) }
+func TestInvariant_I2_NoJobLost(t *testing.T)   { storetest.RunInvariant(t, "I2", newHarness) }
+func TestInvariant_I3_SafeReclaim(t *testing.T) { storetest.RunInvariant(t, "I3", newHarness) }
+func TestInvariant_I4_UncertainWorkNotRerun(t *testing.T) {
+	storetest.RunInvariant(t, "I4", newHarness)
+}
+func TestInvariant_I5_PerQueueTimeouts(t *testing.T) { storetest.RunInvariant(t, "I5", newHarness) }
+func TestInvariant_I6_Bulkhead(t *testing.T)         { storetest.RunInvariant(t, "I6", newHarness) }
+func TestInvariant_I7_ServerTime(t *testing.T)       { storetest.RunInvariant(t, "I7", newHarness) }
 
 func BenchmarkStore(b *testing.B) {
 	storetest.Benchmarks(b, func(*testing.B) jobs.Store { return memstore.New() })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,20 +30,53 @@ type testCase struct {
 	run  func(t *testing.T, h *Harness)
 }
 
-// Run runs every case of the contract as a subtest, each on a fresh store.
+type group struct {
+	name  string
+	cases []testCase
+}
+
+var transitionGroups = []group{
+	{"Enqueue", enqueueCases},
+	{"Claim", claimCases},
+	{"Worker", workerCases},
+	{"Rescue", rescueCases},
+	{"Operator", operatorCases},
+	{"Depth", depthCases},
+}
+
+// Run runs every case of the contract as a subtest, each on a fresh store:
+// RunTransitions, then every invariant.
 func Run(t *testing.T, newHarness Factory) {
-	groups := []struct {
-		name  string
-		cases []testCase
-	}{
-		{"Enqueue", enqueueCases},
-		{"Claim", claimCases},
-		{"Worker", workerCases},
-		{"Rescue", rescueCases},
-		{"Operator", operatorCases},
-		{"Depth", depthCases},
-		{"Invariant", invariantCases},
+	runGroups(t, append(transitionGroups, group{"Invariant", invariantCases}), newHarness)
+}
+
+// RunTransitions runs every case but the invariants. A store that names
+// each invariant as its own top-level test (TestInvariant_I2_NoJobLost)
+// calls this and RunInvariant for I1 to I7.
+func RunTransitions(t *testing.T, newHarness Factory) { runGroups(t, transitionGroups, newHarness) }
+
+// Invariants lists the invariants' names, "I1_SingleOwner" to "I7_ServerTime".
+func Invariants() []string {
+	out := make([]string, len(invariantCases))
+	for i, c := range invariantCases {
+		out[i] = c.name
 	}
+	return out
+}
+
+// RunInvariant runs the invariant whose name starts with id ("I2" or
+// "I2_NoJobLost") on a fresh store, and fails for an unknown id.
+func RunInvariant(t *testing.T, id string, newHarness Factory) {
+	for _, c := range invariantCases {
+		if c.name == id || strings.HasPrefix(c.name, id+"_") {
+			c.run(t, newHarness(t))
+			return
+		}
+	}
+	t.Fatalf("storetest: no invariant %q (have %v)", id, Invariants())
+}
+
+func runGroups(t *testing.T, groups []group, newHarness Factory) {
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			for _, c := range g.cases {
