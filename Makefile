@@ -28,7 +28,7 @@ race:
 ## Uses CHOKAQ_TEST_SQLSERVER, else the DSN `make sqlserver-up` wrote, else Docker.
 test-sqlserver:
 	@set -e; if [ -z "$$CHOKAQ_TEST_SQLSERVER" ] && [ -f $(SQLSERVER_ENV) ]; then . ./$(SQLSERVER_ENV); fi; \
-	CHOKAQ_REQUIRE_SQLSERVER=1 $(GO) test -race -count=1 -v -run 'Contract|Invariant|LockFootprint|EnqueueTx|Migrations|Leader|SQLServer' ./sqlserver/... ./schema/... ./processor/... 2>&1 | \
+	CHOKAQ_REQUIRE_SQLSERVER=1 $(GO) test -race -count=1 -v -run 'Contract|Invariant|LockFootprint|EnqueueTx|Migrations|Leader|SQLServer' ./sqlserver/... ./schema/... ./processor/... ./cmd/... 2>&1 | \
 	  grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|skipped|required' ; exit $${PIPESTATUS[0]}
 
 ## sqlserver-up: start SQL Server 2022 in Docker on 127.0.0.1:1433 with a
