@@ -711,10 +711,14 @@ func TestConcurrentStopWaitsForTheFirst(t *testing.T) {
 		if err := p.Stop(context.Background()); err != nil {
 			t.Fatalf("second Stop: %v", err)
 		}
+		if st := p.Stats(); st.Running != 0 || st.Succeeded != 1 {
+			t.Fatalf("the second Stop returned while the first was still draining: %+v", st)
+		}
+		synctest.Wait()
 		select {
 		case <-firstDone:
 		default:
-			t.Fatal("the second Stop returned before the first finished")
+			t.Fatal("the first Stop did not finish")
 		}
 	})
 }
