@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,17 +25,31 @@ const (
 
 func zapActor(a string) zap.Field { return zap.String("actor", a) }
 
-// record logs an action with its actor and shows it on the console.
-func (d *Dashboard) record(r *http.Request, action, text string, n int, err error) {
+// record logs an action with its actor and shows it on the console. For a
+// failed action it returns what a viewer may see of err: a store failure
+// only as a reference into the log.
+func (d *Dashboard) record(r *http.Request, action, text string, n int, err error) string {
 	actor := d.actor(r)
 	fields := []zap.Field{zapActor(actor), zap.String("action", action), zap.String("target", text), zap.Int("count", n)}
 	if err != nil {
-		d.log.Error("dashboard: action failed", append(fields, zap.Error(err))...)
-		d.Publish(Event{Kind: KindError, Text: fmt.Sprintf("%s: %s %s failed after %d: %v", actor, action, text, n, err)})
-		return
+		shown := err.Error()
+		if statusOf(err) == http.StatusInternalServerError {
+			shown = d.storeFailure("dashboard: action failed", err, fields...)
+		} else {
+			d.log.Error("dashboard: action failed", append(fields, zap.Error(err))...)
+		}
+		d.Publish(Event{Kind: KindError, Text: fmt.Sprintf("%s: %s %s failed after %d: %s", actor, action, text, n, shown)})
+		return shown
 	}
 	d.log.Info("dashboard: action", fields...)
 	d.Publish(Event{Kind: KindAction, Text: actor + ": " + text})
+	return ""
+}
+
+// failAction renders a failed action: err's status, with the text record
+// chose to show.
+func (d *Dashboard) failAction(w http.ResponseWriter, r *http.Request, err error, prefix, shown string) {
+	d.fail(w, r, statusOf(err), prefix+shown)
 }
 
 // resurrect moves dead letters back to Pending: one, the selected, or all
@@ -49,8 +64,8 @@ func (d *Dashboard) resurrect(w http.ResponseWriter, r *http.Request) {
 	if payload != nil {
 		with = " with an edited payload"
 	}
-	run := func(ctx context.Context, f jobs.Filter, all bool) (int, error) {
-		return d.store.Resurrect(ctx, jobs.ResurrectParams{Filter: f, All: all, Payload: payload})
+	run := func(ctx context.Context, ids []int64) (int, error) {
+		return d.store.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: ids}, Payload: payload})
 	}
 	d.act(w, r, op{verb: "resurrect", done: "resurrected", table: jobs.TableDLQ, action: d.path("/dead/resurrect"), with: with, run: run})
 }
@@ -59,8 +74,8 @@ func (d *Dashboard) resurrect(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) purge(t jobs.Table) http.HandlerFunc {
 	action := map[jobs.Table]string{jobs.TableDLQ: "/dead/purge", jobs.TableArchive: "/archive/purge"}[t]
 	return func(w http.ResponseWriter, r *http.Request) {
-		run := func(ctx context.Context, f jobs.Filter, all bool) (int, error) {
-			return d.store.Purge(ctx, jobs.PurgeParams{Table: t, Filter: f, All: all})
+		run := func(ctx context.Context, ids []int64) (int, error) {
+			return d.store.Purge(ctx, jobs.PurgeParams{Table: t, Filter: jobs.Filter{IDs: ids}})
 		}
 		d.act(w, r, op{verb: "purge", done: "purged", table: t, action: d.path(action), run: run})
 	}
@@ -72,7 +87,8 @@ type op struct {
 	table      jobs.Table
 	action     string // the form's URL, for the confirmation step
 	with       string // " with an edited payload", for messages
-	run        func(ctx context.Context, f jobs.Filter, all bool) (int, error)
+	// run acts on the jobs with these IDs, at most jobs.MaxFilterIDs.
+	run func(ctx context.Context, ids []int64) (int, error)
 }
 
 // kind names one job of table t; kinds names several.
@@ -96,9 +112,18 @@ func (d *Dashboard) listURL(t jobs.Table, ff filterForm) string {
 	return d.path(p) + query(ff.values())
 }
 
-// act runs a resurrect or purge in the form's scope. One job goes at once;
-// a bulk action first renders a confirmation with the number of rows it
-// will touch and runs only when that number is typed back.
+// Hidden fields of the confirmation step, beside the original form.
+const (
+	asofField  = "asof"  // the store's time when the count was shown
+	shownField = "shown" // the count shown
+)
+
+// act runs a resurrect or purge in the form's scope. One job goes at once.
+// A bulk action first renders a confirmation with the number of rows it
+// will touch and the store's time, and runs only when that number is typed
+// back. It then touches exactly the rows it counted: those that match and
+// reached the table before that time (so none that arrived since), listed
+// by ID; if their number is no longer the one typed, it asks again.
 func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 	ctx := r.Context()
 	form := r.PostForm
@@ -109,7 +134,6 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 	ff := readFilterForm(form, o.table)
 	var (
 		f    jobs.Filter
-		all  bool
 		what string
 		err  error
 	)
@@ -130,8 +154,7 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 			d.failErr(w, r, err)
 			return
 		}
-		all = form.Get("all") != ""
-		if f.IsEmpty() && !all {
+		if f.IsEmpty() && form.Get("all") == "" {
 			d.fail(w, r, http.StatusBadRequest, fmt.Sprintf("refusing to %s every %s: the filter is empty. Narrow the filter, or tick \"every %s\" to mean it.",
 				o.verb, kind(o.table), kind(o.table)))
 			return
@@ -142,6 +165,43 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 		return
 	}
 	back := d.listURL(o.table, ff)
+
+	typed := strings.TrimSpace(form.Get("confirm"))
+	changed := false
+	if want, err := strconv.ParseInt(typed, 10, 64); err == nil && want > 0 && strconv.FormatInt(want, 10) == typed {
+		counted, err := boundBy(f, form.Get(asofField))
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		// Counting first spares listing a table for a mistyped number.
+		n, err := d.store.CountJobs(ctx, o.table, counted)
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		if n == want {
+			ids, err := d.matchingIDs(ctx, o.table, counted, want)
+			if err != nil {
+				d.failErr(w, r, err)
+				return
+			}
+			if int64(len(ids)) == want {
+				d.runBulk(w, r, o, ids, what, back)
+				return
+			}
+		}
+		// The number typed was right when counted, or is the one shown:
+		// the rows changed under the operator, not the typing.
+		changed = n == want || typed == form.Get(shownField)
+	}
+
+	// Show (again) what the action would touch now.
+	asof, err := d.store.Now(ctx)
+	if err != nil {
+		d.failErr(w, r, err)
+		return
+	}
 	n, err := d.store.CountJobs(ctx, o.table, f)
 	if err != nil {
 		d.failErr(w, r, err)
@@ -151,33 +211,85 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 		d.redirectWithFlash(w, r, back, fmt.Sprintf("Nothing to %s: no %s match.", o.verb, kinds(o.table)))
 		return
 	}
-	if typed := strings.TrimSpace(form.Get("confirm")); typed != strconv.FormatInt(n, 10) {
-		c := confirmData{Verb: o.verb, Noun: noun(o.table, n), Count: n, What: what, With: o.with, Action: o.action, Back: back,
-			Payload: payloadText([]byte(form.Get("payload")))}
-		if form.Get("edit_payload") == "" || o.with == "" {
-			c.Payload = "" // a purge ignores the payload fields of the list's form
-		}
-		for k, vs := range form {
-			if k == csrfField || k == "confirm" {
-				continue
-			}
-			for _, v := range vs {
-				c.Fields = append(c.Fields, field{k, v})
-			}
-		}
-		status := http.StatusOK
-		if typed != "" {
-			status = http.StatusConflict
-			c.Error = fmt.Sprintf("You typed %q, but %s match now. Type %d to go ahead.", typed, noun(o.table, n), n)
-		}
-		d.render(w, r, status, "confirm", "Confirm "+o.verb, navOf(o.table), c)
-		return
+	c := confirmData{Verb: o.verb, Noun: noun(o.table, n), Count: n, What: what, With: o.with, Action: o.action, Back: back,
+		Payload: payloadText([]byte(form.Get("payload")))}
+	if form.Get("edit_payload") == "" || o.with == "" {
+		c.Payload = "" // a purge ignores the payload fields of the list's form
 	}
-	done, err := o.run(ctx, f, all)
-	text := fmt.Sprintf("%s %s (%s)%s", o.done, noun(o.table, int64(done)), what, o.with)
-	d.record(r, o.verb, text, done, err)
+	for k, vs := range form {
+		if k == csrfField || k == "confirm" || k == asofField || k == shownField {
+			continue
+		}
+		for _, v := range vs {
+			c.Fields = append(c.Fields, field{k, v})
+		}
+	}
+	c.Fields = append(c.Fields, field{asofField, asof.UTC().Format(time.RFC3339Nano)}, field{shownField, strconv.FormatInt(n, 10)})
+	status := http.StatusOK
+	switch {
+	case changed:
+		status = http.StatusConflict
+		c.Error = fmt.Sprintf("The selection changed (now %s); review and confirm again.", noun(o.table, n))
+	case typed != "":
+		status = http.StatusConflict
+		c.Error = fmt.Sprintf("You typed %q, but %s match now. Type %d to go ahead.", typed, noun(o.table, n), n)
+	}
+	d.render(w, r, status, "confirm", "Confirm "+o.verb, navOf(o.table), c)
+}
+
+// boundBy narrows f to the rows that reached their table before the
+// confirmation's time (asof, RFC 3339; "" leaves f as it is).
+func boundBy(f jobs.Filter, asof string) (jobs.Filter, error) {
+	if asof == "" {
+		return f, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, asof)
 	if err != nil {
-		d.failErr(w, r, fmt.Errorf("%s stopped after %s: %w", o.verb, noun(o.table, int64(done)), err))
+		return f, badInput("asof %q: want an RFC 3339 time", asof)
+	}
+	if f.To.IsZero() || t.Before(f.To) {
+		f.To = t
+	}
+	return f, nil
+}
+
+// matchingIDs lists the IDs of the rows of t that match f, a page of at
+// most jobs.MaxPageSize at a time, stopping once it has more than limit:
+// that is enough to tell the selection changed.
+func (d *Dashboard) matchingIDs(ctx context.Context, t jobs.Table, f jobs.Filter, limit int64) ([]int64, error) {
+	var ids []int64
+	p := jobs.ListParams{Table: t, Filter: f, Limit: int(min(limit+1, jobs.MaxPageSize))}
+	for int64(len(ids)) <= limit {
+		page, err := d.store.ListJobs(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, j := range page.Jobs {
+			ids = append(ids, j.ID)
+		}
+		if page.NextBeforeID == 0 {
+			break
+		}
+		p.BeforeID = page.NextBeforeID
+	}
+	return ids, nil
+}
+
+// runBulk acts on exactly ids, at most jobs.MaxFilterIDs at a time.
+func (d *Dashboard) runBulk(w http.ResponseWriter, r *http.Request, o op, ids []int64, what, back string) {
+	done := 0
+	var err error
+	for chunk := range slices.Chunk(ids, jobs.MaxFilterIDs) {
+		var n int
+		n, err = o.run(r.Context(), chunk)
+		done += n
+		if err != nil {
+			break
+		}
+	}
+	text := fmt.Sprintf("%s %s (%s)%s", o.done, noun(o.table, int64(done)), what, o.with)
+	if shown := d.record(r, o.verb, text, done, err); err != nil {
+		d.failAction(w, r, err, fmt.Sprintf("%s stopped after %s: ", o.verb, noun(o.table, int64(done))), shown)
 		return
 	}
 	d.redirectWithFlash(w, r, back, capitalize(text)+".")
@@ -200,12 +312,12 @@ func (d *Dashboard) actOne(w http.ResponseWriter, r *http.Request, o op) {
 		d.fail(w, r, http.StatusConflict, fmt.Sprintf("job %d is not %s: it is %s", id, tableName(o.table), tableName(j.Table)))
 		return
 	}
-	n, err := o.run(ctx, jobs.Filter{IDs: []int64{id}}, false)
+	n, err := o.run(ctx, []int64{id})
 	text := fmt.Sprintf("%s job %d (%s on %s)%s", o.done, id, j.Type, j.Queue, o.with)
-	d.record(r, o.verb, text, n, err)
+	shown := d.record(r, o.verb, text, n, err)
 	switch {
 	case err != nil:
-		d.failErr(w, r, err)
+		d.failAction(w, r, err, "", shown)
 	case n == 0:
 		d.fail(w, r, http.StatusConflict, fmt.Sprintf("job %d was not %s: it left the %s meanwhile", id, o.done, tableName(o.table)))
 	case o.verb == "resurrect":
@@ -252,16 +364,15 @@ func (d *Dashboard) pauseQueue(paused bool) http.HandlerFunc {
 		action, verb = "pause", "paused"
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
+		name := queueName(r)
 		if err := jobs.ValidateQueueName(name); err != nil {
 			d.failErr(w, r, err)
 			return
 		}
 		_, err := d.store.UpdateQueue(r.Context(), name, jobs.QueueUpdate{Paused: &paused})
 		text := verb + " queue " + name
-		d.record(r, action, text, 1, err)
-		if err != nil {
-			d.failErr(w, r, err)
+		if shown := d.record(r, action, text, 1, err); err != nil {
+			d.failAction(w, r, err, "", shown)
 			return
 		}
 		d.redirectWithFlash(w, r, d.path("/queues"), capitalize(text)+".")
@@ -271,7 +382,7 @@ func (d *Dashboard) pauseQueue(paused bool) http.HandlerFunc {
 // queueSettings sets MaxWorkers and the two timeouts. An empty field
 // clears the setting (0: unlimited, or the global timeout).
 func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
+	name := queueName(r)
 	if err := jobs.ValidateQueueName(name); err != nil {
 		d.failErr(w, r, err)
 		return
@@ -301,12 +412,20 @@ func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 	s, err := d.store.UpdateQueue(r.Context(), name, u)
 	text := fmt.Sprintf("set queue %s: max workers %s, zombie timeout %s, execution timeout %s", name,
 		maxWorkersText(s.MaxWorkers), fmtSeconds(s.ZombieTimeoutSeconds), fmtSeconds(s.ExecutionTimeoutSeconds))
-	d.record(r, "set", text, 1, err)
-	if err != nil {
-		d.failErr(w, r, err)
+	if shown := d.record(r, "set", text, 1, err); err != nil {
+		d.failAction(w, r, err, "", shown)
 		return
 	}
 	d.redirectWithFlash(w, r, d.path("/queues"), capitalize(text)+".")
+}
+
+// queueName is the queue a queue action names: in its path, or in the
+// "queue" field for POST /queues/{action} (see queueURL).
+func queueName(r *http.Request) string {
+	if name := r.PathValue("name"); name != "" {
+		return name
+	}
+	return r.PostForm.Get("queue")
 }
 
 func maxWorkersText(n int) string {

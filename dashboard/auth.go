@@ -2,25 +2,30 @@ package dashboard
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
+
+	"go.uber.org/zap"
 )
 
 // Auth guards the dashboard. Set Token, basic credentials, or both; a
 // request passes with either. The zero value means no authentication, which
-// CheckListen allows only on a loopback address.
+// CheckListen allows only on a loopback address, and with which the
+// Dashboard serves only loopback clients (see Options.AllowedHosts).
 type Auth struct {
 	// Token is accepted as "Authorization: Bearer <Token>", or typed into
-	// the login form, which then sets a cookie. Use a long random string.
+	// the login form, which then opens a server-side session named by a
+	// cookie. Use a long random string (at least MinTokenLength).
 	Token string
 	// BasicUser and BasicPassword are checked as HTTP basic credentials.
 	BasicUser, BasicPassword string
@@ -39,13 +44,38 @@ func (a Auth) validate() error {
 	return nil
 }
 
-// ErrNeedsAuth is wrapped by CheckListen's refusal.
-var ErrNeedsAuth = errors.New("dashboard: authentication required")
+// ErrNeedsAuth is wrapped by CheckListen's refusal to listen without
+// authentication; ErrWeakCredentials by its refusal of a short secret.
+var (
+	ErrNeedsAuth       = errors.New("dashboard: authentication required")
+	ErrWeakCredentials = errors.New("dashboard: credentials too weak")
+)
+
+// The shortest secrets CheckListen accepts on a non-loopback address, in
+// characters, not counting surrounding spaces. Anyone who can reach the
+// port can try to guess them (slowly: failures are limited per address).
+const (
+	MinTokenLength    = 16
+	MinPasswordLength = 8
+)
 
 // CheckListen refuses to serve on addr (host:port) without authentication
 // unless the host is a loopback address: anyone who reaches the dashboard
-// can resurrect and purge jobs.
+// can resurrect and purge jobs. A host name counts as loopback only if it
+// resolves to loopback addresses alone. On any other address it refuses a
+// token shorter than MinTokenLength or a basic password shorter than
+// MinPasswordLength.
+//
+// It guards `chokaq dashboard`; a service that embeds the dashboard
+// decides where it listens, and the Dashboard itself serves only loopback
+// clients and Host names when it has no Auth (see Options.AllowedHosts).
 func CheckListen(addr string, auth Auth) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return checkListen(ctx, addr, auth, net.DefaultResolver.LookupIPAddr)
+}
+
+func checkListen(ctx context.Context, addr string, auth Auth, lookup func(context.Context, string) ([]net.IPAddr, error)) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("dashboard: listen address %q: want host:port, e.g. 127.0.0.1:8080: %w", addr, err)
@@ -53,27 +83,80 @@ func CheckListen(addr string, auth Auth) error {
 	if err := auth.validate(); err != nil {
 		return err
 	}
-	if auth.Enabled() || isLoopback(host) {
+	loopback, why := listensOnLoopback(ctx, host, lookup)
+	if loopback {
 		return nil
 	}
-	return fmt.Errorf("%w: refusing to listen on %s without authentication: anyone who reaches it could resurrect and purge jobs; "+
-		"listen on 127.0.0.1 or set an auth token or basic-auth credentials", ErrNeedsAuth, addr)
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
+	if !auth.Enabled() {
+		return fmt.Errorf("%w: refusing to listen on %s without authentication (%s): anyone who reaches it could resurrect and purge jobs; "+
+			"listen on 127.0.0.1 or set an auth token or basic-auth credentials", ErrNeedsAuth, addr, why)
 	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	if auth.Token != "" && utf8.RuneCountInString(strings.TrimSpace(auth.Token)) < MinTokenLength {
+		return fmt.Errorf("%w: refusing to listen on %s with an auth token of fewer than %d characters: "+
+			"use a long random one, e.g. openssl rand -hex 24", ErrWeakCredentials, addr, MinTokenLength)
+	}
+	if auth.BasicUser != "" && utf8.RuneCountInString(strings.TrimSpace(auth.BasicPassword)) < MinPasswordLength {
+		return fmt.Errorf("%w: refusing to listen on %s with a basic-auth password of fewer than %d characters",
+			ErrWeakCredentials, addr, MinPasswordLength)
+	}
+	return nil
 }
 
-const (
-	loginCookie = "chokaq_login"
-	loginTTL    = 12 * time.Hour
-)
+// listensOnLoopback reports whether a listen host is loopback only. A name
+// is resolved, as net.Listen will resolve it, and must give loopback
+// addresses alone: trusting the name "localhost" would trust a hosts file
+// or resolver that says otherwise. If not, it says why.
+func listensOnLoopback(ctx context.Context, host string, lookup func(context.Context, string) ([]net.IPAddr, error)) (bool, string) {
+	if host == "" {
+		return false, "every interface"
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		switch a = a.Unmap(); {
+		case a.IsLoopback():
+			return true, ""
+		case a.IsUnspecified():
+			return false, "every interface"
+		}
+		return false, "not a loopback address"
+	}
+	addrs, err := lookup(ctx, host)
+	if err != nil || len(addrs) == 0 {
+		return false, "cannot resolve " + host
+	}
+	for _, a := range addrs {
+		if !a.IP.IsLoopback() {
+			return false, host + " resolves to " + a.IP.String()
+		}
+	}
+	return true, ""
+}
 
-type actorKey struct{}
+const loginCookie = "chokaq_login"
+
+// identity is who a request authenticated as.
+type identity struct {
+	actor string // for the action log
+	// principal binds CSRF tokens to the login: "" when not
+	// authenticated (or when the dashboard has no auth).
+	principal string
+	session   string // the login session's key, for a form login
+}
+
+type identityKey struct{}
+
+// identify returns who made r: set by authenticate, else from its
+// credentials (the open routes: the login form and its POST).
+func (d *Dashboard) identify(r *http.Request) identity {
+	if id, ok := r.Context().Value(identityKey{}).(identity); ok {
+		return id
+	}
+	if d.opts.Auth.Enabled() {
+		if id, ok := d.credentials(r); ok {
+			return id
+		}
+	}
+	return identity{}
+}
 
 // actor names who made r, for the action log.
 func (d *Dashboard) actor(r *http.Request) string {
@@ -82,7 +165,7 @@ func (d *Dashboard) actor(r *http.Request) string {
 			return a
 		}
 	}
-	if a, ok := r.Context().Value(actorKey{}).(string); ok && a != "" {
+	if a := d.identify(r).actor; a != "" {
 		return a
 	}
 	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
@@ -93,15 +176,26 @@ func (d *Dashboard) actor(r *http.Request) string {
 
 // authenticate lets a request through when it carries valid credentials.
 // Browsers without them are sent to the login form (token) or asked for
-// basic credentials; anything else gets 401.
+// basic credentials; anything else gets 401. Failed bearer and basic
+// attempts are logged and limited per client address.
 func (d *Dashboard) authenticate(next http.Handler) http.Handler {
 	if !d.opts.Auth.Enabled() {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if who, ok := d.credentials(r); ok {
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+		// Only a request that offers a secret is a guess; a stale login
+		// cookie is not (session IDs cannot be guessed), so a browser left
+		// open across a restart does not lock its address out.
+		guess := r.Header.Get("Authorization") != ""
+		if guess && d.refuseBlocked(w, r) {
 			return
+		}
+		if id, ok := d.credentials(r); ok {
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+			return
+		}
+		if guess {
+			d.authFailed(r, authScheme(r.Header.Get("Authorization")))
 		}
 		a := d.opts.Auth
 		switch {
@@ -116,17 +210,69 @@ func (d *Dashboard) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// credentials checks the bearer token, the basic credentials and the login
-// cookie, in constant time, and names the caller.
-func (d *Dashboard) credentials(r *http.Request) (string, bool) {
+// RequireAuth wraps h, typically the metrics and readiness endpoints served
+// beside the dashboard, with the dashboard's own guard: the Host and client
+// checks of Options.AllowedHosts, then Options.Auth (bearer token, login
+// cookie or basic credentials), with the same limit on failed attempts.
+// Without Auth only the first applies.
+func (d *Dashboard) RequireAuth(h http.Handler) http.Handler {
+	inner := d.authenticate(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if status, msg := d.checkHost(r); status != 0 {
+			http.Error(w, msg, status)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
+}
+
+// refuseBlocked answers 429 when r's address has failed too often.
+func (d *Dashboard) refuseBlocked(w http.ResponseWriter, r *http.Request) bool {
+	wait, blocked := d.failures.blocked(clientAddr(r), d.now())
+	if !blocked {
+		return false
+	}
+	secs := int((wait + time.Second - 1) / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	http.Error(w, fmt.Sprintf("too many failed authentication attempts from your address: try again in %d seconds", secs), http.StatusTooManyRequests)
+	return true
+}
+
+// authFailed logs a failed attempt, never the secret, and counts it.
+func (d *Dashboard) authFailed(r *http.Request, scheme string) {
+	addr := clientAddr(r)
+	d.log.Warn("dashboard: failed authentication", zap.String("remote", r.RemoteAddr), zap.String("scheme", scheme), zap.String("path", r.URL.Path))
+	if d.failures.fail(addr, d.now()) {
+		d.log.Warn("dashboard: too many failed authentication attempts; refusing more for a while",
+			zap.String("remote", addr), zap.Int("failures", maxFailures), zap.Duration("window", failureWindow))
+	}
+}
+
+// authScheme names the scheme of an Authorization header for the log, and
+// nothing else of it: a client that sends a bare secret must not get it
+// logged.
+func authScheme(h string) string {
+	scheme, _, _ := strings.Cut(h, " ")
+	switch s := strings.ToLower(scheme); s {
+	case "bearer", "basic":
+		return s
+	}
+	return "other"
+}
+
+// credentials checks the bearer token, the login cookie and the basic
+// credentials, secrets in constant time, and names the caller.
+func (d *Dashboard) credentials(r *http.Request) (identity, bool) {
 	a := d.opts.Auth
 	h := r.Header.Get("Authorization")
 	if a.Token != "" {
 		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && equalSecret(tok, a.Token) {
-			return "token", true
+			return identity{actor: "token", principal: "bearer"}, true
 		}
-		if c, err := r.Cookie(loginCookie); err == nil && equalSecret(c.Value, d.loginValue()) {
-			return "token", true
+		if c, err := r.Cookie(loginCookie); err == nil {
+			if k, ok := d.sessions.check(c.Value, d.now()); ok {
+				return identity{actor: "token", principal: "login:" + k, session: k}, true
+			}
 		}
 	}
 	if a.BasicUser != "" {
@@ -134,11 +280,11 @@ func (d *Dashboard) credentials(r *http.Request) (string, bool) {
 			// Both compared every time, so timing does not tell which one was wrong.
 			u, p := equalSecret(user, a.BasicUser), equalSecret(pass, a.BasicPassword)
 			if u && p {
-				return user, true
+				return identity{actor: user, principal: "basic:" + user}, true
 			}
 		}
 	}
-	return "", false
+	return identity{}, false
 }
 
 // equalSecret compares digests, so neither the content nor the length of
@@ -146,14 +292,6 @@ func (d *Dashboard) credentials(r *http.Request) (string, bool) {
 func equalSecret(got, want string) bool {
 	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
 	return subtle.ConstantTimeCompare(g[:], w[:]) == 1
-}
-
-// loginValue is the login cookie's value: a MAC of the token, so the cookie
-// never holds the token itself and stops working when the token changes.
-func (d *Dashboard) loginValue() string {
-	m := hmac.New(sha256.New, d.secret)
-	m.Write([]byte("login\x00" + d.opts.Auth.Token))
-	return hex.EncodeToString(m.Sum(nil))
 }
 
 type loginData struct {
@@ -175,28 +313,57 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := d.safeNext(r.PostForm.Get("next"))
+	if wait, blocked := d.failures.blocked(clientAddr(r), d.now()); blocked {
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		d.render(w, r, http.StatusTooManyRequests, "login", "Log in", "",
+			loginData{Next: next, Error: fmt.Sprintf("Too many failed attempts from your address: try again in %d seconds.", secs)})
+		return
+	}
 	if !equalSecret(r.PostForm.Get("token"), d.opts.Auth.Token) {
 		d.log.Warn("dashboard: failed login", zapActor(d.actor(r)))
+		d.authFailed(r, "form")
 		d.render(w, r, http.StatusUnauthorized, "login", "Log in", "", loginData{Next: next, Error: "That token is not right."})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: d.loginValue(), Path: d.cookiePath(), MaxAge: int(loginTTL / time.Second),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, d.cookie(r, loginCookie, d.sessions.create(d.now()), int(sessionMax/time.Second)))
+	// A fresh CSRF session too: nothing from before the login carries over.
+	d.newCSRFSession(w, r)
 	d.log.Info("dashboard: login", zapActor(d.actor(r)))
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
+// logout ends the login session on the server, so the cookie is worthless
+// even if a copy of it survives.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) {
-	http.SetCookie(w, &http.Cookie{Name: loginCookie, Value: "", Path: d.cookiePath(), MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	if k := d.identify(r).session; k != "" {
+		d.sessions.end(k)
+		d.log.Info("dashboard: logout", zapActor(d.actor(r)))
+	}
+	http.SetCookie(w, d.cookie(r, loginCookie, "", -1))
 	http.Redirect(w, r, d.path("/login"), http.StatusSeeOther)
 }
 
-// safeNext keeps a post-login redirect on the dashboard's own pages.
+// safeNext keeps a post-login redirect on the dashboard's own pages: a path
+// under the base path, rebuilt from its parsed form. Anything a browser
+// could read as another host is refused: a leading "//", a backslash
+// anywhere (browsers read "/\" as "//"), and any control character, since
+// browsers drop TAB and newlines from URLs ("/<TAB>/evil.example" becomes
+// "//evil.example").
 func (d *Dashboard) safeNext(next string) string {
-	if strings.HasPrefix(next, d.base+"/") && !strings.HasPrefix(next, "//") && !strings.ContainsAny(next, "\\\r\n") &&
-		!strings.HasPrefix(next, d.base+"/login") {
-		return next
+	home := d.path("/")
+	if len(next) > 2000 || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsRune(next, '\\') {
+		return home
 	}
-	return d.path("/")
+	for i := 0; i < len(next); i++ {
+		if next[i] < 0x20 || next[i] == 0x7f {
+			return home
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.Path, d.base+"/") || strings.HasPrefix(u.Path, "//") || strings.HasPrefix(u.Path, d.base+"/login") {
+		return home
+	}
+	return (&url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}).String()
 }

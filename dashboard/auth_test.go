@@ -11,8 +11,8 @@ import (
 )
 
 func TestCheckListen(t *testing.T) {
-	token := Auth{Token: "t0ken"}
-	basic := Auth{BasicUser: "ops", BasicPassword: "pw"}
+	token := Auth{Token: "t0ken-of-16-char"}
+	basic := Auth{BasicUser: "ops", BasicPassword: "password"}
 	cases := []struct {
 		addr   string
 		auth   Auth

@@ -6,23 +6,42 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
-	"net/url"
+	"os"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
 )
 
 // CSRF scheme: each browser gets a random session value in an HttpOnly,
-// SameSite=Strict cookie; forms carry HMAC(secret, that value). A POST
-// passes when its "csrf" field (or X-CSRF-Token header) matches the MAC of
-// its own cookie. Another site can neither read the cookie nor compute the
-// MAC, and a cookie planted from a sibling domain is useless without the
-// server's secret.
+// SameSite=Strict cookie; forms carry HMAC(secret, that value and the
+// login). The login is the server-side login session, the basic-auth user,
+// or nothing when the dashboard has no auth. A POST passes when its "csrf"
+// field (or X-CSRF-Token header) matches the MAC of its own cookie and its
+// own login, and its Origin, if any, is the dashboard's.
+//
+// Another site can neither read the cookie nor compute the MAC. A
+// same-site attacker (a sibling subdomain, another port) can plant a CSRF
+// cookie and can fetch the unauthenticated login page for a token, but
+// that token is bound to no login, so it does not pass for an action,
+// which always runs logged in when there is auth. Without auth the token
+// binds only the browser, and the Origin and Host checks carry the load.
 const (
 	csrfCookie = "chokaq_csrf"
 	csrfField  = "csrf"
 	csrfHeader = "X-CSRF-Token"
-	// maxFormBytes bounds an action's body: a payload of the store's default
-	// limit (1 MiB) plus the rest of the form.
-	maxFormBytes = 4 << 20
+)
+
+// Body limits. Forms are small except the job actions': an edited payload
+// of the store's default limit (1 MiB), which form encoding can triple
+// (JSON's quotes, colons and braces become %XX), and up to MaxFilterIDs
+// selected IDs.
+const (
+	smallForm      = 16 << 10
+	maxActionBytes = 3*jobs.DefaultMaxPayloadBytes + 1<<20
+	// formReadTimeout bounds reading a form's body.
+	formReadTimeout = 30 * time.Second
 )
 
 var errCSRF = errors.New("missing or wrong CSRF token: reload the page and try again")
@@ -33,11 +52,15 @@ func (d *Dashboard) csrfSession(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(csrfCookie); err == nil && validSession(c.Value) {
 		return c.Value
 	}
+	return d.newCSRFSession(w, r)
+}
+
+// newCSRFSession sets a new CSRF session cookie and returns its value.
+func (d *Dashboard) newCSRFSession(w http.ResponseWriter, r *http.Request) string {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	v := base64.RawURLEncoding.EncodeToString(b)
-	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: v, Path: d.cookiePath(), HttpOnly: true,
-		Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, d.cookie(r, csrfCookie, v, 0))
 	return v
 }
 
@@ -46,17 +69,18 @@ func validSession(v string) bool {
 	return err == nil && len(b) == 32
 }
 
-// csrfToken is the token forms carry for session value v.
-func (d *Dashboard) csrfToken(v string) string {
+// csrfToken is the token forms carry for session value v and a login
+// (identity.principal).
+func (d *Dashboard) csrfToken(v, principal string) string {
 	m := hmac.New(sha256.New, d.secret)
-	m.Write([]byte("csrf\x00" + v))
+	m.Write([]byte("csrf\x00" + v + "\x00" + principal))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // checkCSRF verifies a parsed POST.
 func (d *Dashboard) checkCSRF(r *http.Request) error {
-	if !sameOrigin(r) {
-		return errors.New("cross-origin request refused")
+	if err := d.checkOrigin(r); err != nil {
+		return err
 	}
 	c, err := r.Cookie(csrfCookie)
 	if err != nil || !validSession(c.Value) {
@@ -66,37 +90,40 @@ func (d *Dashboard) checkCSRF(r *http.Request) error {
 	if got == "" {
 		got = r.Header.Get(csrfHeader)
 	}
-	if got == "" || !hmac.Equal([]byte(got), []byte(d.csrfToken(c.Value))) {
+	if got == "" || !hmac.Equal([]byte(got), []byte(d.csrfToken(c.Value, d.identify(r).principal))) {
 		return errCSRF
 	}
 	return nil
 }
 
-// sameOrigin refuses requests a browser marks as coming from another site;
-// requests without those headers (old browsers, scripts) rely on the token.
-func sameOrigin(r *http.Request) bool {
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return false
+// parsePost reads a form body of at most limit bytes, within
+// d.bodyTimeout, so a client cannot hold the handler by trickling it.
+func (d *Dashboard) parsePost(w http.ResponseWriter, r *http.Request, limit int64) (int, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		// The server clears this deadline itself once the body is read.
+		// A request without a body is left alone: the server is already
+		// reading ahead on its connection.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(d.bodyTimeout))
 	}
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("the form is larger than %d bytes", limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return http.StatusRequestTimeout, errors.New("the form took too long to arrive")
+		}
+		return http.StatusBadRequest, err
 	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
-}
-
-// parsePost reads a bounded form body.
-func parsePost(w http.ResponseWriter, r *http.Request) error {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	return r.ParseForm()
+	return 0, nil
 }
 
 // csrfOnly wraps a POST handler that is not an action (login, logout).
-func (d *Dashboard) csrfOnly(h http.HandlerFunc) http.Handler {
+func (d *Dashboard) csrfOnly(limit int64, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := parsePost(w, r); err != nil {
-			d.fail(w, r, http.StatusBadRequest, "cannot read the form: "+err.Error())
+		if status, err := d.parsePost(w, r, limit); err != nil {
+			d.fail(w, r, status, "cannot read the form: "+err.Error())
 			return
 		}
 		if err := d.checkCSRF(r); err != nil {
@@ -109,8 +136,8 @@ func (d *Dashboard) csrfOnly(h http.HandlerFunc) http.Handler {
 
 // action wraps an action handler: refused in read-only mode, then the form
 // is read and the CSRF token checked.
-func (d *Dashboard) action(h http.HandlerFunc) http.Handler {
-	inner := d.csrfOnly(h)
+func (d *Dashboard) action(limit int64, h http.HandlerFunc) http.Handler {
+	inner := d.csrfOnly(limit, h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d.opts.ReadOnly {
 			d.fail(w, r, http.StatusForbidden, "this dashboard is read-only: actions are disabled")

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -24,6 +26,24 @@ type Options struct {
 	ReadOnly bool
 	// Auth, when set, is required for every page and action.
 	Auth Auth
+	// AllowedHosts are host names (or IP addresses; a port is ignored) the
+	// dashboard answers to besides the loopback ones: localhost,
+	// 127.0.0.0/8 and ::1. Without Auth, a request for any other Host gets
+	// 421: that is what stops DNS rebinding, where a page on an attacker's
+	// domain is re-pointed at 127.0.0.1 and reads or acts through the
+	// browser. Without Auth and without AllowedHosts, the client must also
+	// connect from a loopback address. With Auth the Host is checked only
+	// when this list is set. "*" accepts any host and any client: use it
+	// only behind the embedding service's own authentication middleware.
+	AllowedHosts []string
+	// SecureCookies marks every cookie Secure and expects https in a
+	// form's Origin. It is implied for TLS requests; set it when a
+	// TLS-terminating proxy serves the dashboard, so the login cookie is
+	// never sent over plain HTTP.
+	SecureCookies bool
+	// MaxStreams caps the open event streams (100): each holds a goroutine
+	// and a connection. Beyond it /events answers 503 with Retry-After.
+	MaxStreams int
 	// Logger receives one line per action, with the actor. Nil: no logging.
 	Logger *zap.Logger
 	// Actor names who made a request, for the action log. Default: the
@@ -32,8 +52,8 @@ type Options struct {
 	// PollInterval is how often counts are refreshed for live pages and the
 	// store is polled for new dead letters (2s).
 	PollInterval time.Duration
-	// CSRFSecret keys the CSRF tokens and the login cookie. Empty: random,
-	// so tokens and logins do not survive a restart.
+	// CSRFSecret keys the CSRF tokens. Empty: random, so tokens do not
+	// survive a restart. Login sessions are kept in memory and never do.
 	CSRFSecret []byte
 	// ConsoleHistory is how many console events are kept for pages opened
 	// later (200).
@@ -42,6 +62,9 @@ type Options struct {
 
 // DefaultPollInterval is the refresh period when Options.PollInterval is zero.
 const DefaultPollInterval = 2 * time.Second
+
+// DefaultMaxStreams is the cap on event streams when Options.MaxStreams is zero.
+const DefaultMaxStreams = 100
 
 // Dashboard serves the dashboard pages, actions and live events. Create it
 // with New; Close stops its background polling and ends open event streams.
@@ -54,6 +77,17 @@ type Dashboard struct {
 	secret  []byte
 	hub     *hub
 	handler http.Handler
+
+	hosts    map[string]bool // Options.AllowedHosts but "*", lower case
+	anyHost  bool            // AllowedHosts has "*"
+	sessions *sessions
+	failures *limiter
+	// now is the clock of login sessions and the failure limiter; tests
+	// move it.
+	now func() time.Time
+	// bodyTimeout bounds reading a form, so a client that trickles its
+	// body cannot hold a connection (and up to the body limit) for long.
+	bodyTimeout time.Duration
 }
 
 var _ http.Handler = (*Dashboard)(nil)
@@ -79,6 +113,13 @@ func New(store jobs.Store, opts Options) (*Dashboard, error) {
 	if opts.ConsoleHistory <= 0 {
 		opts.ConsoleHistory = 200
 	}
+	if opts.MaxStreams <= 0 {
+		opts.MaxStreams = DefaultMaxStreams
+	}
+	hosts, anyHost, err := allowedHosts(opts.AllowedHosts)
+	if err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -93,8 +134,9 @@ func New(store jobs.Store, opts Options) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dashboard{store: store, opts: opts, base: base, log: opts.Logger, pages: pages, secret: secret}
-	d.hub = newHub(opts.ConsoleHistory, d.poll)
+	d := &Dashboard{store: store, opts: opts, base: base, log: opts.Logger, pages: pages, secret: secret,
+		hosts: hosts, anyHost: anyHost, sessions: newSessions(), failures: newLimiter(), now: time.Now, bodyTimeout: formReadTimeout}
+	d.hub = newHub(opts.ConsoleHistory, opts.MaxStreams, d.poll)
 	d.handler = d.routes()
 	return d, nil
 }
@@ -113,11 +155,12 @@ func cleanBasePath(p string) (string, error) {
 }
 
 // ServeHTTP strips BasePath and serves the request. Paths outside BasePath
-// get 404; the bare BasePath redirects to BasePath+"/".
+// get 404; the bare BasePath redirects to BasePath+"/", and an unclean path
+// under it to its clean form, if that is still under it.
 func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	securityHeaders(w.Header())
 	if d.base == "" {
-		d.handler.ServeHTTP(w, r)
+		d.serve(w, r)
 		return
 	}
 	switch {
@@ -126,10 +169,45 @@ func (d *Dashboard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		u.Path, u.RawPath = d.base+"/", ""
 		http.Redirect(w, r, u.RequestURI(), http.StatusFound)
 	case strings.HasPrefix(r.URL.Path, d.base+"/"):
-		http.StripPrefix(d.base, d.handler).ServeHTTP(w, r)
+		// The inner mux would clean the path after the prefix is gone and
+		// redirect to a path without it (/jobs//dead to /dead). Clean the
+		// escaped form, as the mux does, so %2E%2E stays a name.
+		if p := r.URL.EscapedPath(); cleanPath(p) != p {
+			c := cleanPath(p)
+			if dec, err := url.PathUnescape(c); err != nil || !strings.HasPrefix(dec, d.base+"/") {
+				http.NotFound(w, r)
+				return
+			}
+			if r.URL.RawQuery != "" {
+				c += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, c, http.StatusTemporaryRedirect)
+			return
+		}
+		http.StripPrefix(d.base, http.HandlerFunc(d.serve)).ServeHTTP(w, r)
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// serve checks the Host and the client (see Options.AllowedHosts), then
+// routes the request.
+func (d *Dashboard) serve(w http.ResponseWriter, r *http.Request) {
+	if status, msg := d.checkHost(r); status != 0 {
+		http.Error(w, msg, status)
+		return
+	}
+	d.handler.ServeHTTP(w, r)
+}
+
+// cleanPath is path.Clean that keeps a trailing slash, as http.ServeMux
+// cleans.
+func cleanPath(p string) string {
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c
 }
 
 // securityHeaders keep the pages out of frames and limit them to their own
@@ -154,19 +232,24 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /job/{id}", d.jobPage)
 	mux.HandleFunc("GET /events", d.events)
 
-	mux.Handle("POST /queues/{name}/pause", d.action(d.pauseQueue(true)))
-	mux.Handle("POST /queues/{name}/resume", d.action(d.pauseQueue(false)))
-	mux.Handle("POST /queues/{name}/settings", d.action(d.queueSettings))
-	mux.Handle("POST /dead/resurrect", d.action(d.resurrect))
-	mux.Handle("POST /dead/purge", d.action(d.purge(jobs.TableDLQ)))
-	mux.Handle("POST /archive/purge", d.action(d.purge(jobs.TableArchive)))
-	mux.Handle("POST /logout", d.csrfOnly(d.logout))
+	// A queue is named in the path, or, for names that path normalisation
+	// would eat ("." and ".."; browsers resolve even %2E%2E), in the
+	// "queue" field of POST /queues/{action}.
+	for _, p := range []string{"/queues/{name}", "/queues"} {
+		mux.Handle("POST "+p+"/pause", d.action(smallForm, d.pauseQueue(true)))
+		mux.Handle("POST "+p+"/resume", d.action(smallForm, d.pauseQueue(false)))
+		mux.Handle("POST "+p+"/settings", d.action(smallForm, d.queueSettings))
+	}
+	mux.Handle("POST /dead/resurrect", d.action(maxActionBytes, d.resurrect))
+	mux.Handle("POST /dead/purge", d.action(maxActionBytes, d.purge(jobs.TableDLQ)))
+	mux.Handle("POST /archive/purge", d.action(maxActionBytes, d.purge(jobs.TableArchive)))
+	mux.Handle("POST /logout", d.csrfOnly(smallForm, d.logout))
 
 	// Static assets and the login form need no credentials: they hold no data.
 	open := http.NewServeMux()
 	open.Handle("GET /static/", staticHandler())
 	open.HandleFunc("GET /login", d.loginPage)
-	open.Handle("POST /login", d.csrfOnly(d.login))
+	open.Handle("POST /login", d.csrfOnly(smallForm, d.login))
 	open.Handle("/", d.authenticate(mux))
 	return open
 }
@@ -183,3 +266,14 @@ func (d *Dashboard) path(p string) string { return d.base + p }
 
 // cookiePath scopes the dashboard's cookies to its own pages.
 func (d *Dashboard) cookiePath() string { return d.base + "/" }
+
+// secure reports whether r reached the dashboard over HTTPS, as far as it
+// can tell: TLS here, or Options.SecureCookies for a TLS-terminating proxy.
+func (d *Dashboard) secure(r *http.Request) bool { return d.opts.SecureCookies || r.TLS != nil }
+
+// cookie is a cookie of the dashboard: HttpOnly, SameSite=Strict, scoped to
+// its pages, and Secure when served over HTTPS.
+func (d *Dashboard) cookie(r *http.Request, name, value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: name, Value: value, Path: d.cookiePath(), MaxAge: maxAge,
+		HttpOnly: true, Secure: d.secure(r), SameSite: http.SameSiteStrictMode}
+}

@@ -19,10 +19,22 @@
 // dashboard finds by polling the store, so they show up even when jobs die
 // in another process.
 //
-// Every action is a POST that carries a CSRF token; bulk actions show how
-// many rows they will touch and want that number typed back; ReadOnly hides
-// and refuses them all. Options.Auth guards the whole dashboard with a
-// bearer token (or a login form that sets a cookie) and/or HTTP basic
-// credentials; CheckListen refuses to serve on a non-loopback address
-// without one of them.
+// Every action is a POST that carries a CSRF token bound to the login;
+// bulk actions show how many rows they will touch, want that number typed
+// back, and then touch exactly those rows; ReadOnly hides and refuses them
+// all. Options.Auth guards the whole dashboard with a bearer token (or a
+// login form that opens a server-side session) and/or HTTP basic
+// credentials, with failed attempts limited per client address.
+// RequireAuth puts the same guard on handlers served beside it, such as
+// metrics. CheckListen refuses to serve on a non-loopback address without
+// credentials, or with short ones.
+//
+// A service that embeds the dashboard decides where it listens, so
+// CheckListen is not consulted there: the service must protect the
+// dashboard itself, or set Options.Auth. Without Auth the dashboard serves
+// only clients connecting from loopback that name it by a loopback Host
+// (localhost, 127.0.0.1, [::1]), which also defeats DNS rebinding. Behind
+// the service's own authentication middleware, set Options.AllowedHosts to
+// the names it is reached by, or to "*" to accept any; behind a
+// TLS-terminating proxy, set Options.SecureCookies.
 package dashboard

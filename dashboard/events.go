@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -62,7 +63,9 @@ func (d *Dashboard) Publish(e Event) {
 func (d *Dashboard) OnSweep(res zombie.Result, err error) {
 	switch {
 	case err != nil:
-		d.Publish(Event{Kind: KindError, Text: "zombie rescue: sweep failed: " + err.Error()})
+		// A failed sweep is a store error: every viewer sees the
+		// console, so the error itself goes to the log only.
+		d.Publish(Event{Kind: KindError, Text: "zombie rescue: sweep failed: " + d.storeFailure("dashboard: zombie rescue sweep failed", err)})
 	case res.Moved() > 0:
 		d.Publish(Event{Kind: KindRescue, Text: fmt.Sprintf("zombie rescue: recovered %d abandoned, archived %d zombie, %d past deadline",
 			res.Recovered, res.Zombies, res.Expired)})
@@ -92,6 +95,7 @@ type hub struct {
 	history []Event // ring, oldest first
 	size    int
 	subs    map[*subscriber]struct{}
+	maxSubs int
 	counts  []byte // latest counts JSON of the running poller
 	closed  bool
 
@@ -100,9 +104,15 @@ type hub struct {
 	pollers    sync.WaitGroup
 }
 
-func newHub(size int, run func(ctx context.Context)) *hub {
-	return &hub{size: size, subs: map[*subscriber]struct{}{}, run: run}
+func newHub(size, maxSubs int, run func(ctx context.Context)) *hub {
+	return &hub{size: size, maxSubs: maxSubs, subs: map[*subscriber]struct{}{}, run: run}
 }
+
+// Why subscribe refused a stream.
+var (
+	errHubClosed = errors.New("the dashboard is shutting down")
+	errHubFull   = errors.New("too many open event streams: try again later")
+)
 
 func (h *hub) publish(e Event) { h.publishFrom(context.Background(), e) }
 
@@ -161,12 +171,16 @@ func (h *hub) recent(n int) ([]Event, uint64) {
 }
 
 // subscribe opens a stream. backlog holds the events after seq `after`;
-// counts is the latest counts message, if any. It returns nil once closed.
-func (h *hub) subscribe(after uint64) (s *subscriber, backlog []Event, counts []byte) {
+// counts is the latest counts message, if any. It fails once closed, and
+// when maxSubs streams are open: each holds a goroutine and a connection.
+func (h *hub) subscribe(after uint64) (s *subscriber, backlog []Event, counts []byte, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, nil, nil
+		return nil, nil, nil, errHubClosed
+	}
+	if len(h.subs) >= h.maxSubs {
+		return nil, nil, nil, errHubFull
 	}
 	for _, e := range h.history {
 		if e.Seq > after {
@@ -184,7 +198,7 @@ func (h *hub) subscribe(after uint64) (s *subscriber, backlog []Event, counts []
 			h.run(ctx)
 		}()
 	}
-	return s, backlog, h.counts
+	return s, backlog, h.counts, nil
 }
 
 func (h *hub) unsubscribe(s *subscriber) {

@@ -153,18 +153,23 @@ func parseID(field, s string) (int64, error) {
 	return id, nil
 }
 
-// parseIDs reads the selected job IDs of a bulk form.
+// parseIDs reads the selected job IDs of a bulk form, each once, so a
+// count of them is a count of jobs.
 func parseIDs(ss []string) ([]int64, error) {
 	if len(ss) > jobs.MaxFilterIDs {
 		return nil, badInput("at most %d jobs can be selected at once", jobs.MaxFilterIDs)
 	}
 	ids := make([]int64, 0, len(ss))
+	seen := make(map[int64]bool, len(ss))
 	for _, s := range ss {
 		id, err := parseID("selected id", s)
 		if err != nil {
 			return nil, err
 		}
-		ids = append(ids, id)
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
 	}
 	return ids, nil
 }

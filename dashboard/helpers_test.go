@@ -32,7 +32,9 @@ type fixture struct {
 	worker string // the worker that start claims as
 }
 
-func newFixture(t *testing.T, opts Options) *fixture {
+// newFixture serves a new dashboard; setup runs on it before the server
+// starts (to set a clock, for example).
+func newFixture(t *testing.T, opts Options, setup ...func(*Dashboard)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, store: memstore.New(), worker: "worker-1"}
 	core, logs := observer.New(zapcore.InfoLevel)
@@ -46,6 +48,9 @@ func newFixture(t *testing.T, opts Options) *fixture {
 	d, err := New(f.store, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, s := range setup {
+		s(d)
 	}
 	f.dash = d
 	f.srv = httptest.NewServer(d)

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
@@ -43,8 +41,10 @@ func (d *Dashboard) poll(ctx context.Context) {
 		}
 		// Log a failing store once, not every interval.
 		if err != nil && !failing {
-			d.log.Warn("dashboard: cannot refresh from the store", zap.Error(err))
-			d.hub.publishFrom(ctx, Event{Time: time.Now(), Kind: KindError, Text: "dashboard: cannot refresh from the store: " + err.Error()})
+			// Every viewer sees the console: the error itself goes to the
+			// log only.
+			shown := d.storeFailure("dashboard: cannot refresh from the store", err)
+			d.hub.publishFrom(ctx, Event{Time: time.Now(), Kind: KindError, Text: "dashboard: cannot refresh from the store: " + shown})
 		} else if err == nil && failing {
 			d.hub.publishFrom(ctx, Event{Time: time.Now(), Kind: KindInfo, Text: "dashboard: the store answers again"})
 		}

@@ -2,13 +2,16 @@ package dashboard
 
 import (
 	"bytes"
+	"crypto/rand"
 	"embed"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -73,13 +76,12 @@ const consoleLines = 40
 
 // render writes page name with data, wrapped in the layout.
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
+	id := d.identify(r)
 	v := view{Title: title, Nav: nav, Base: d.base, ReadOnly: d.opts.ReadOnly, Actor: d.actor(r), Data: data,
-		CSRF: d.csrfToken(d.csrfSession(w, r)), Flash: takeFlash(w, r, d.cookiePath())}
+		CSRF: d.csrfToken(d.csrfSession(w, r), id.principal), Flash: d.takeFlash(w, r)}
 	if d.opts.Auth.Enabled() {
-		_, authed := d.credentials(r)
-		v.Bare = !authed
-		c, err := r.Cookie(loginCookie)
-		v.Login = authed && err == nil && c.Value != ""
+		v.Bare = id.principal == ""
+		v.Login = id.session != ""
 	}
 	if !v.Bare {
 		v.Console, v.LastSeq = d.hub.recent(consoleLines)
@@ -108,15 +110,26 @@ func (d *Dashboard) fail(w http.ResponseWriter, r *http.Request, status int, msg
 	}{status, http.StatusText(status), msg})
 }
 
-// failErr renders err with the status it maps to; store failures are logged.
+// failErr renders err with the status it maps to. A store failure is shown
+// only as a reference into the server log: its text can carry server
+// names, user names or worse from the driver.
 func (d *Dashboard) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	status := statusOf(err)
 	if status == http.StatusInternalServerError {
-		d.log.Error("dashboard: store error", zap.String("path", r.URL.Path), zap.Error(err))
-		d.fail(w, r, status, "the store failed: "+err.Error())
+		d.fail(w, r, status, d.storeFailure("dashboard: store error", err, zap.String("path", r.URL.Path)))
 		return
 	}
 	d.fail(w, r, status, err.Error())
+}
+
+// storeFailure logs err with a new short reference and returns what a
+// viewer may see of it: the reference, never the error.
+func (d *Dashboard) storeFailure(msg string, err error, fields ...zap.Field) string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	ref := hex.EncodeToString(b)
+	d.log.Error(msg, append(fields, zap.String("ref", ref), zap.Error(err))...)
+	return "the store failed (reference " + ref + ": the details are in the server log)"
 }
 
 const flashCookie = "chokaq_flash"
@@ -124,17 +137,16 @@ const flashCookie = "chokaq_flash"
 // redirectWithFlash sends the browser to the page an action came from, with
 // a note to show there once.
 func (d *Dashboard) redirectWithFlash(w http.ResponseWriter, r *http.Request, to, msg string) {
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(msg)), Path: d.cookiePath(),
-		MaxAge: 60, HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, d.cookie(r, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(msg)), 60))
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
-func takeFlash(w http.ResponseWriter, r *http.Request, path string) string {
+func (d *Dashboard) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	c, err := r.Cookie(flashCookie)
 	if err != nil {
 		return ""
 	}
-	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: path, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, d.cookie(r, flashCookie, "", -1))
 	b, err := base64.RawURLEncoding.DecodeString(c.Value)
 	if err != nil || !utf8.Valid(b) {
 		return ""
@@ -154,6 +166,18 @@ var templateFuncs = template.FuncMap{
 	"statusCls": func(s jobs.Status) string { return "st-" + strings.ToLower(s.String()) },
 	"tableName": tableName,
 	"seconds":   fmtSeconds,
+	"queueURL":  queueURL,
+}
+
+// queueURL is where a queue's form posts action (pause, resume, settings),
+// under base. A name made of dots only would be resolved away as a path
+// segment, by browsers even when percent-encoded, so such a queue goes in
+// the form's "queue" field instead, to base/queues/action.
+func queueURL(base, name, action string) string {
+	if strings.Trim(name, ".") == "" {
+		return base + "/queues/" + action
+	}
+	return base + "/queues/" + url.PathEscape(name) + "/" + action
 }
 
 // fmtTime shows a store instant in UTC; the zero time is a dash.

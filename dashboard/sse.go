@@ -22,9 +22,10 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 	if after == 0 {
 		after, _ = strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
 	}
-	sub, backlog, latest := d.hub.subscribe(after)
-	if sub == nil {
-		http.Error(w, "the dashboard is shutting down", http.StatusServiceUnavailable)
+	sub, backlog, latest, err := d.hub.subscribe(after)
+	if err != nil {
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	defer d.hub.unsubscribe(sub)

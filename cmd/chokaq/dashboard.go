@@ -25,13 +25,17 @@ import (
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
-// dashboardTokenEnv passes the auth token without putting it on the
-// command line, where other users of the machine can read it.
-const dashboardTokenEnv = "CHOKAQ_DASHBOARD_TOKEN"
+// dashboardTokenEnv and dashboardBasicEnv pass the credentials without
+// putting them on the command line, where other users of the machine can
+// read them (ps, /proc/*/cmdline).
+const (
+	dashboardTokenEnv = "CHOKAQ_DASHBOARD_TOKEN"
+	dashboardBasicEnv = "CHOKAQ_DASHBOARD_BASIC_AUTH"
+)
 
 type dashboardFlags struct {
-	addr, token, basic string
-	readOnly, demo     bool
+	addr, token, basic            string
+	readOnly, demo, secureCookies bool
 }
 
 func (a *app) dashboardCommand() *cobra.Command {
@@ -42,7 +46,10 @@ func (a *app) dashboardCommand() *cobra.Command {
 		Long: `dashboard serves the web dashboard over the configured store until
 interrupted. It listens on 127.0.0.1:8080 unless --addr says otherwise; any
 address other than a loopback one needs --auth-token (or $` + dashboardTokenEnv + `)
-or --basic-auth, because the dashboard can resurrect and purge jobs.
+of at least 16 characters, or --basic-auth (or $` + dashboardBasicEnv + `) with a
+password of at least 8, because the dashboard can resurrect and purge jobs.
+/metrics and /readyz, served beside it, need the same credentials;
+/healthz is open. Behind a TLS-terminating proxy, pass --secure-cookies.
 
 On the in-memory store it also runs a small demo workload in-process (a
 processor and the rescue loop with short timeouts, a steady trickle of jobs of
@@ -59,7 +66,8 @@ timeouts, since they apply to every queue.`,
 	f.StringVar(&fl.addr, "addr", "127.0.0.1:8080", "listen address (host:port); non-loopback needs authentication")
 	f.BoolVar(&fl.readOnly, "read-only", false, "hide every action and refuse action requests")
 	f.StringVar(&fl.token, "auth-token", "", "require this token (Authorization: Bearer, or the login form); default $"+dashboardTokenEnv)
-	f.StringVar(&fl.basic, "basic-auth", "", "require HTTP basic credentials user:password")
+	f.StringVar(&fl.basic, "basic-auth", "", "require HTTP basic credentials user:password; default $"+dashboardBasicEnv)
+	f.BoolVar(&fl.secureCookies, "secure-cookies", false, "mark cookies Secure and expect https origins: the dashboard is reached over HTTPS through a TLS-terminating proxy")
 	f.BoolVar(&fl.demo, "demo", false, "run the demo workload also on SQL Server (always on with the in-memory store)")
 	return c
 }
@@ -68,20 +76,32 @@ timeouts, since they apply to every queue.`,
 func (a *app) dashboardAuth(fl dashboardFlags) (dashboard.Auth, error) {
 	auth := dashboard.Auth{Token: fl.token}
 	if auth.Token == "" {
-		for _, kv := range a.env {
-			if v, ok := strings.CutPrefix(kv, dashboardTokenEnv+"="); ok {
-				auth.Token = v
-			}
-		}
+		auth.Token = a.getenv(dashboardTokenEnv)
 	}
-	if fl.basic != "" {
-		user, pass, ok := strings.Cut(fl.basic, ":")
+	basic, from := fl.basic, "--basic-auth"
+	if basic == "" {
+		basic, from = a.getenv(dashboardBasicEnv), "$"+dashboardBasicEnv
+	}
+	if basic != "" {
+		user, pass, ok := strings.Cut(basic, ":")
 		if !ok || user == "" || pass == "" {
-			return auth, usage("--basic-auth: want user:password")
+			return auth, usage("%s: want user:password", from)
 		}
 		auth.BasicUser, auth.BasicPassword = user, pass
 	}
 	return auth, nil
+}
+
+// getenv reads the command's environment; the last setting wins, as in a
+// shell.
+func (a *app) getenv(key string) string {
+	v := ""
+	for _, kv := range a.env {
+		if s, ok := strings.CutPrefix(kv, key+"="); ok {
+			v = s
+		}
+	}
+	return v
 }
 
 func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
@@ -109,7 +129,8 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 	}
 	defer closeStore()
 
-	dash, err := dashboard.New(store, dashboard.Options{ReadOnly: fl.readOnly, Auth: auth, Logger: a.log.Named("dashboard")})
+	dash, err := dashboard.New(store, dashboard.Options{ReadOnly: fl.readOnly, Auth: auth, SecureCookies: fl.secureCookies,
+		Logger: a.log.Named("dashboard")})
 	if err != nil {
 		return err
 	}
@@ -149,20 +170,16 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 	if err != nil {
 		return fmt.Errorf("cannot listen on %s: %w", fl.addr, err)
 	}
-	mux := http.NewServeMux()
-	telemetry.Mount(mux, prom.MetricsHandler(), telemetry.NewHealth(healthCfg))
-	mux.Handle("/", dash)
+	// CheckListen judged the name; this is what it became.
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !auth.Enabled() && (!ok || !tcp.IP.IsLoopback()) {
+		ln.Close()
+		return &usageError{fmt.Errorf("%w: %s listens on %s, which is not a loopback address", dashboard.ErrNeedsAuth, fl.addr, ln.Addr())}
+	}
 	// Event streams last as long as a page is open; serveCtx ends them at
 	// shutdown so Shutdown does not wait for browsers.
 	serveCtx, endStreams := context.WithCancel(context.WithoutCancel(ctx))
 	defer endStreams()
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return serveCtx },
-		ErrorLog:          zap.NewStdLog(a.log.Named("http")),
-	}
+	srv := dashboardServer(serveCtx, dashboardMux(dash, prom.MetricsHandler(), telemetry.NewHealth(healthCfg)), a.log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -177,6 +194,9 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 		mode = " (read-only)"
 	}
 	a.say("chokaq dashboard%s on %s", mode, what)
+	if auth.Enabled() {
+		a.say("authentication required for the pages, /metrics and /readyz (not /healthz)")
+	}
 	a.say("listening on http://%s/  (Ctrl-C to stop); /metrics, /healthz and /readyz beside it", ln.Addr())
 
 	select {
@@ -193,6 +213,36 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 	}
 	a.say("dashboard stopped")
 	return nil
+}
+
+// dashboardMux serves the dashboard and, beside it, the telemetry
+// endpoints. /metrics and /readyz tell queue names, job types, failure
+// rates and store errors, so they sit behind the dashboard's own guard;
+// /healthz says only "ok", for liveness probes.
+func dashboardMux(dash *dashboard.Dashboard, metrics http.Handler, health *telemetry.Health) *http.ServeMux {
+	tele := http.NewServeMux()
+	telemetry.Mount(tele, metrics, health)
+	mux := http.NewServeMux()
+	mux.Handle("GET "+telemetry.PathMetrics, dash.RequireAuth(tele))
+	mux.Handle("GET "+telemetry.PathReadyz, dash.RequireAuth(tele))
+	mux.Handle("GET "+telemetry.PathHealthz, tele)
+	mux.Handle("/", dash)
+	return mux
+}
+
+// dashboardServer is the command's HTTP server. ReadTimeout bounds reading
+// a whole request, body included, so a slow client cannot hold a
+// connection; Go lifts it once a body is read, so event streams and long
+// actions are not cut off.
+func dashboardServer(serveCtx context.Context, h http.Handler, log *zap.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return serveCtx },
+		ErrorLog:          zap.NewStdLog(log.Named("http")),
+	}
 }
 
 // The demo workload's queues. They are prefixed so that --demo on a real

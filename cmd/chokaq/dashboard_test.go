@@ -13,6 +13,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 )
 
 // server is a running `chokaq dashboard`.
@@ -200,22 +205,22 @@ func TestDashboardRefusesAnOpenAddressWithoutAuth(t *testing.T) {
 }
 
 func TestDashboardOnAllInterfacesWithAToken(t *testing.T) {
-	s := startDashboard(t, []string{dashboardTokenEnv + "=open-sesame-123"}, "--addr", "0.0.0.0:0", "--read-only")
+	s := startDashboard(t, []string{dashboardTokenEnv + "=open-sesame-1234"}, "--addr", "0.0.0.0:0", "--read-only")
 	if code, _ := s.get(t, "/"); code != http.StatusUnauthorized {
 		t.Fatalf("no token: %d", code)
 	}
 	if code, _ := s.get(t, "/", "Authorization", "Bearer wrong"); code != http.StatusUnauthorized {
 		t.Fatalf("wrong token: %d", code)
 	}
-	code, body := s.get(t, "/dead", "Authorization", "Bearer open-sesame-123")
+	code, body := s.get(t, "/dead", "Authorization", "Bearer open-sesame-1234")
 	if code != http.StatusOK || !strings.Contains(body, "read-only") || strings.Contains(body, `method="post" action="/dead`) {
 		t.Fatalf("read-only page with the token: %d\n%s", code, body)
 	}
 	s.stop(t)
 
-	b := startDashboard(t, nil, "--addr", "0.0.0.0:0", "--basic-auth", "ops:pw")
+	b := startDashboard(t, nil, "--addr", "0.0.0.0:0", "--basic-auth", "ops:pass-word")
 	req, _ := http.NewRequest(http.MethodGet, b.url+"/queues", nil)
-	req.SetBasicAuth("ops", "pw")
+	req.SetBasicAuth("ops", "pass-word")
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -225,4 +230,73 @@ func TestDashboardOnAllInterfacesWithAToken(t *testing.T) {
 		t.Fatalf("basic auth: %d", res.StatusCode)
 	}
 	b.stop(t)
+}
+
+// /metrics and /readyz tell queue names, job types and store errors: with
+// auth they need it too; /healthz stays open for liveness probes. Basic
+// credentials can come from the environment, and --secure-cookies marks
+// the cookies Secure.
+func TestDashboardGuardsMetricsAndReadiness(t *testing.T) {
+	s := startDashboard(t, []string{dashboardBasicEnv + "=ops:pass-word"}, "--addr", "0.0.0.0:0", "--secure-cookies")
+	if out := s.stdout.String(); !strings.Contains(out, "authentication required for the pages, /metrics and /readyz (not /healthz)") {
+		t.Fatalf("stdout: %s", out)
+	}
+	get := func(path string, basic bool) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
+		if basic {
+			req.SetBasicAuth("ops", "pass-word")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res
+	}
+	for _, path := range []string{"/metrics", "/readyz", "/"} {
+		if res := get(path, false); res.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("GET %s without credentials: %d", path, res.StatusCode)
+		}
+	}
+	if res := get("/metrics", true); res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics with credentials: %d", res.StatusCode)
+	}
+	if res := get("/readyz", true); res.StatusCode != http.StatusOK && res.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("GET /readyz with credentials: %d", res.StatusCode)
+	}
+	if res := get("/healthz", false); res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /healthz: %d", res.StatusCode)
+	}
+	res := get("/dead", true)
+	if c := res.Header.Get("Set-Cookie"); res.StatusCode != http.StatusOK || !strings.Contains(c, "; Secure") {
+		t.Fatalf("--secure-cookies: %d, cookie %q", res.StatusCode, c)
+	}
+	s.stop(t)
+}
+
+// Beyond loopback, short secrets are refused; credentials from the
+// environment are checked like flags.
+func TestDashboardRefusesWeakSecrets(t *testing.T) {
+	wantExit(t, runBinary(t, "", "", "dashboard", "--addr", "0.0.0.0:0", "--auth-token", "short-token"), exitUsage, "fewer than 16 characters")
+	wantExit(t, runBinary(t, "", "", "dashboard", "--addr", ":0", "--basic-auth", "ops:pw"), exitUsage, "fewer than 8 characters")
+	for env, want := range map[string]string{
+		dashboardBasicEnv + "=ops:pw":      "fewer than 8 characters",
+		dashboardBasicEnv + "=nopassword":  "$" + dashboardBasicEnv + ": want user:password",
+		dashboardTokenEnv + "=short-token": "fewer than 16 characters",
+	} {
+		var out, errb bytes.Buffer
+		dir := t.TempDir()
+		code := runWith(context.Background(), []string{"--config-dir", dir, "dashboard", "--addr", "0.0.0.0:0"}, strings.NewReader(""), &out, &errb,
+			[]string{env}, func() jobs.Store { return memstore.New() })
+		wantExit(t, result{code, out.String(), errb.String()}, exitUsage, want)
+	}
+}
+
+// The server bounds how long a request may take to arrive, body included.
+func TestDashboardServerTimeouts(t *testing.T) {
+	srv := dashboardServer(context.Background(), http.NotFoundHandler(), zap.NewNop())
+	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.ReadTimeout > time.Minute {
+		t.Fatalf("ReadHeaderTimeout %v, ReadTimeout %v", srv.ReadHeaderTimeout, srv.ReadTimeout)
+	}
 }

@@ -149,6 +149,13 @@
     es.onerror = function () {
       live.textContent = "reconnecting";
       live.className = "live off";
+      // The browser retries a dropped stream itself, but gives up on an
+      // error answer, such as 503 when the server has too many streams
+      // open: try again later.
+      if (es.readyState === EventSource.CLOSED) {
+        es.close();
+        setTimeout(connect, 10000);
+      }
     };
   }
 
