@@ -105,7 +105,7 @@ func (a *arrivals) check(ctx context.Context, d *Dashboard) error {
 	for _, j := range fresh {
 		s := summarize(j)
 		d.hub.publishFrom(ctx, Event{Time: time.Now(), Kind: KindDeadLetter, Job: &s,
-			Text: fmt.Sprintf("dead letter: job %d %s on %s, %s: %s", j.ID, j.Type, j.Queue, j.FailureReason, clip(firstLine(j.ErrorDetails), 160))})
+			Text: fmt.Sprintf("dead letter: job %d %s on %s, %s: %s", j.ID, j.Type, j.Queue, j.FailureReason, jobs.Headline(j.ErrorDetails, 160))})
 	}
 	return nil
 }
@@ -113,5 +113,5 @@ func (a *arrivals) check(ctx context.Context, d *Dashboard) error {
 func summarize(j *jobs.Job) JobSummary {
 	return JobSummary{ID: j.ID, Queue: j.Queue, Type: j.Type, Reason: j.FailureReason.String(), ReasonCode: int(j.FailureReason), ReasonClass: reasonClass(j.FailureReason),
 		Attempts: fmt.Sprintf("%d/%d", j.AttemptCount, j.MaxAttempts), Worker: j.WorkerID, Finished: fmtTime(j.FinishedAt),
-		Error: clip(firstLine(j.ErrorDetails), 120)}
+		Error: jobs.Headline(j.ErrorDetails, 120)}
 }

@@ -151,14 +151,13 @@ func (d *Dashboard) takeFlash(w http.ResponseWriter, r *http.Request) string {
 	if err != nil || !utf8.Valid(b) {
 		return ""
 	}
-	return clip(string(b), 300)
+	return jobs.Clip(string(b), 300)
 }
 
 var templateFuncs = template.FuncMap{
 	"when":      fmtTime,
 	"dur":       fmtDuration,
-	"clip":      clip,
-	"firstLine": firstLine,
+	"headline":  jobs.Headline,
 	"payload":   payloadText,
 	"isJSON":    func(b []byte) bool { return len(b) == 0 || json.Valid(b) },
 	"join":      strings.Join,
@@ -236,16 +235,4 @@ func tableName(t jobs.Table) string {
 		return "dead letter"
 	}
 	return t.String()
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n-1], "") + "…"
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

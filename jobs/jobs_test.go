@@ -115,3 +115,25 @@ func TestQueueUpdateApply(t *testing.T) {
 		t.Fatalf("clear = %+v", s)
 	}
 }
+
+func TestClipAndHeadline(t *testing.T) {
+	cases := []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"abcdefghijkl", 10, "abcdefg…"},
+		{"ééééé", 6, "é…"}, // never a broken character: é is 2 bytes, … is 3
+		{"abcdef", 2, "ab"},
+	}
+	for _, c := range cases {
+		if got := Clip(c.in, c.n); got != c.want || len(got) > max(c.n, len(c.in)) {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+	if got := Headline("boom\ngoroutine 1 [running]:", 100); got != "boom" {
+		t.Errorf("Headline = %q", got)
+	}
+}

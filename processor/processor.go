@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,7 @@ import (
 const (
 	maxDetails   = 16000 // DLQ ErrorDetails
 	maxLastError = 4000  // hot LastError between retries
+	maxLogLine   = 500   // the error shown in a log line
 )
 
 // ErrNotRunning is returned by Stop on a processor that is not running.
@@ -402,7 +402,7 @@ func (p *Processor) execute(f *fetched) {
 			// code ran, so hand it back as a retry rather than leave it to
 			// be dead-lettered as a zombie.
 			ctx, cancel := context.WithTimeout(p.writesCtx, 30*time.Second)
-			_ = p.store.Retry(ctx, j.Ref(), jobs.RetryParams{Error: "start failed: " + truncate(err.Error(), maxLastError-20)})
+			_ = p.store.Retry(ctx, j.Ref(), jobs.RetryParams{Error: "start failed: " + jobs.Clip(err.Error(), maxLastError-20)})
 			cancel()
 		}
 		return
@@ -489,22 +489,22 @@ func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, herr, cause
 }
 
 func (p *Processor) retry(log jobLogger, ref jobs.LeaseRef, delay time.Duration, msg string) Result {
-	params := jobs.RetryParams{Delay: delay, Error: truncate(msg, maxLastError)}
+	params := jobs.RetryParams{Delay: delay, Error: jobs.Clip(msg, maxLastError)}
 	r := p.write(log, "retry", func(ctx context.Context) error { return p.store.Retry(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
 		p.stats.retried.Add(1)
-		log.Info("job failed, retrying", zap.Duration("delay", delay), zap.String("error", firstLine(msg)))
+		log.Info("job failed, retrying", zap.Duration("delay", delay), zap.String("error", jobs.Headline(msg, maxLogLine)))
 		r.Outcome = OutcomeRetried
 	}
 	return r
 }
 
 func (p *Processor) deadLetter(log jobLogger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) Result {
-	params := jobs.DeadLetterParams{Reason: reason, Details: truncate(details, maxDetails)}
+	params := jobs.DeadLetterParams{Reason: reason, Details: jobs.Clip(details, maxDetails)}
 	r := p.write(log, "dead-letter", func(ctx context.Context) error { return p.store.DeadLetter(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
 		p.stats.deadLettered.Add(1)
-		log.Warn("job dead-lettered", zap.Stringer("reason", reason), zap.String("error", firstLine(details)))
+		log.Warn("job dead-lettered", zap.Stringer("reason", reason), zap.String("error", jobs.Headline(details, maxLogLine)))
 		r = Result{Outcome: OutcomeDeadLettered, Reason: reason}
 	}
 	return r
@@ -543,20 +543,4 @@ func (p *Processor) write(log jobLogger, op string, fn func(context.Context) err
 		}
 		wait = min(wait*2, 5*time.Second)
 	}
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n-3], "") + "..."
-}
-
-func firstLine(s string) string {
-	for i := range len(s) {
-		if s[i] == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }

@@ -104,7 +104,7 @@ func (a *app) dlqListCommand() *cobra.Command {
 				fmt.Fprintln(w, "ID\tQUEUE\tTYPE\tREASON\tATTEMPTS\tDEAD-LETTERED\tERROR")
 				for _, j := range page.Jobs {
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", j.ID, j.Queue, j.Type, j.FailureReason, j.AttemptCount, j.MaxAttempts,
-						j.FinishedAt.Format(time.RFC3339), clip(firstLine(j.ErrorDetails), 60))
+						j.FinishedAt.Format(time.RFC3339), jobs.Headline(j.ErrorDetails, 60))
 				}
 				if page.NextBeforeID != 0 {
 					fmt.Fprintf(w, "more: --before %d\n", page.NextBeforeID)
@@ -174,7 +174,7 @@ func writeJob(w *tabwriter.Writer, j *jobs.Job) {
 		row("reason", fmt.Sprintf("%s (%d)", j.FailureReason, int(j.FailureReason)))
 	}
 	if j.LastError != "" {
-		row("last error", firstLine(j.LastError))
+		row("last error", jobs.Headline(j.LastError, 500))
 	}
 	row("payload", string(j.Payload))
 	w.Flush()
@@ -296,16 +296,4 @@ func (a *app) bulk(ctx context.Context, s jobs.Store, op string, f jobs.Filter, 
 		}
 		before = page.NextBeforeID
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n-3], "") + "..."
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }
