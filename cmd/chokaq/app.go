@@ -56,6 +56,8 @@ type app struct {
 	log *zap.Logger
 	// newMemStore makes the store of a memory-backed command; tests share one.
 	newMemStore func() jobs.Store
+	// closers run when the command ends (the stores it opened).
+	closers []func()
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, env []string) int {
@@ -76,6 +78,9 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	err := root.ExecuteContext(ctx)
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
 	if a.log != nil {
 		_ = a.log.Sync()
 	}
@@ -195,28 +200,30 @@ func (a *app) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-// openStore opens the configured store. needSQL refuses the in-memory
-// store for commands that make no sense without a database.
-func (a *app) openStore(ctx context.Context, needSQL bool) (jobs.Store, func(), error) {
+// openStore opens the configured store; the command closes it when it
+// ends. needSQL refuses the in-memory store for commands that make no sense
+// without a database.
+func (a *app) openStore(ctx context.Context, needSQL bool) (jobs.Store, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if cfg.StorageKind() == config.StorageMemory {
 		if needSQL {
-			return nil, nil, errNeedsSQLServer
+			return nil, errNeedsSQLServer
 		}
-		return a.newMemStore(), func() {}, nil
+		return a.newMemStore(), nil
 	}
 	s, err := sqlserver.Open(ctx, cfg.ConnectionString, sqlserver.WithSchema(cfg.Schema), sqlserver.WithLogger(a.log))
 	if err != nil {
-		return nil, nil, fmt.Errorf("cannot reach SQL Server at %s: %w", sqlserver.RedactDSN(cfg.ConnectionString), err)
+		return nil, fmt.Errorf("cannot reach SQL Server at %s: %w", sqlserver.RedactDSN(cfg.ConnectionString), err)
 	}
 	if err := s.CheckSchema(ctx); err != nil {
 		s.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return s, func() { s.Close() }, nil
+	a.closers = append(a.closers, func() { s.Close() })
+	return s, nil
 }
 
 // migrate runs the schema migrations of the configured SQL Server.

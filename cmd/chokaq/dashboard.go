@@ -123,11 +123,10 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 			return err
 		}
 	}
-	store, closeStore, err := a.openStore(ctx, false)
+	store, err := a.openStore(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
 
 	dash, err := dashboard.New(store, dashboard.Options{ReadOnly: fl.readOnly, Auth: auth, SecureCookies: fl.secureCookies,
 		Logger: a.log.Named("dashboard")})

@@ -146,11 +146,10 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		if err := a.migrate(ctx, cfg); err != nil {
 			return err
 		}
-		s, closeStore, err := a.openStore(ctx, true)
+		s, err := a.openStore(ctx, true)
 		if err != nil {
 			return err
 		}
-		defer closeStore()
 		store, sum.Store = s, "SQL Server ("+sqlserver.RedactDSN(cfg.ConnectionString)+")"
 	} else {
 		store = a.newMemStore()

@@ -87,11 +87,10 @@ func (a *app) dlqListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, closeStore, err := a.openStore(cmd.Context(), false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
 			page, err := s.ListJobs(cmd.Context(), jobs.ListParams{Table: jobs.TableDLQ, Filter: f, Limit: limit, BeforeID: before})
 			if err != nil {
 				return err
@@ -128,11 +127,10 @@ func (a *app) dlqShowCommand() *cobra.Command {
 			if err != nil || id <= 0 {
 				return usage("job id %q: want a positive integer", args[0])
 			}
-			s, closeStore, err := a.openStore(cmd.Context(), false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
 			j, err := s.GetJob(cmd.Context(), id)
 			if err != nil {
 				return err
@@ -207,11 +205,10 @@ func (a *app) dlqBulkCommand(op string) *cobra.Command {
 					return err
 				}
 			}
-			s, closeStore, err := a.openStore(cmd.Context(), false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
 			n, err := s.CountJobs(cmd.Context(), jobs.TableDLQ, f)
 			if err != nil {
 				return err

@@ -46,11 +46,10 @@ func (a *app) enqueueCommand() *cobra.Command {
 			if p.MaxAttempts == 0 {
 				p.MaxAttempts = cfg.Retry.MaxAttempts
 			}
-			s, closeStore, err := a.openStore(cmd.Context(), false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
 			r, err := s.Enqueue(cmd.Context(), p)
 			if err != nil {
 				return err

@@ -22,11 +22,10 @@ func (a *app) queuesCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				s, closeStore, err := a.openStore(cmd.Context(), false)
+				s, err := a.openStore(cmd.Context(), false)
 				if err != nil {
 					return err
 				}
-				defer closeStore()
 				q, err := s.UpdateQueue(cmd.Context(), args[0], upd)
 				if err != nil {
 					return err
@@ -71,11 +70,10 @@ func (a *app) queuesCommand() *cobra.Command {
 		Short: "List queue control rows",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, closeStore, err := a.openStore(cmd.Context(), false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
 			qs, err := s.Queues(cmd.Context())
 			if err != nil {
 				return err

@@ -24,11 +24,10 @@ func (a *app) rescueCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, closeStore, err := a.openStore(cmd.Context(), loop)
+			s, err := a.openStore(cmd.Context(), loop)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
 			rc := cfg.RescueConfig()
 			rc.Logger = a.log
 			if single {

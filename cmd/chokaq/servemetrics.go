@@ -55,11 +55,10 @@ func (a *app) serveMetrics(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
-	store, closeStore, err := a.openStore(ctx, false)
+	store, err := a.openStore(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
 	if cfg.StorageKind() == config.StorageMemory {
 		a.log.Warn("serving metrics of an in-memory store that lives only as long as this command; set a connection string to watch SQL Server")
 	}

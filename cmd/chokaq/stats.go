@@ -14,11 +14,10 @@ func (a *app) statsCommand() *cobra.Command {
 		Short: "Per-queue counts: pending, scheduled, fetched, processing, archived, dead-lettered, and lag",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, closeStore, err := a.openStore(cmd.Context(), false)
+			s, err := a.openStore(cmd.Context(), false)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
 			st, err := s.QueueStats(cmd.Context())
 			if err != nil {
 				return err
