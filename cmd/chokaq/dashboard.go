@@ -291,15 +291,10 @@ func (a *app) startDashboardDemo(ctx context.Context, store jobs.Store, dash *da
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	end := make(chan struct{}) // releases hanging handlers at shutdown
 	var wg sync.WaitGroup
-	pcfg := processor.Config{
-		WorkerID: "demo-worker-1", Queues: []string{dqMail, dqBilling, dqMedia, dqImports, dqReports},
-		Concurrency: 8, PrefetchSize: 16, BatchSize: 8, PollInterval: 200 * time.Millisecond, DefaultTimeout: 30 * time.Second,
-		HeartbeatIntervalMin: 500 * time.Millisecond, HeartbeatIntervalMax: time.Second,
-		ShutdownTimeout: 2 * time.Second, FetchedJobTimeout: 3 * time.Second,
-		Retry: processor.RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, BackoffMultiplier: 2, JitterMaxDelay: 200 * time.Millisecond},
-		// The console shows the demo's dead letters; the terminal needs only errors.
-		Logger: a.log.Named("demo").WithOptions(zap.IncreaseLevel(zapcore.ErrorLevel)),
-	}
+	// The console shows the demo's dead letters; the terminal needs only errors.
+	pcfg := demoProcessorConfig([]string{dqMail, dqBilling, dqMedia, dqImports, dqReports},
+		a.log.Named("demo").WithOptions(zap.IncreaseLevel(zapcore.ErrorLevel)))
+	pcfg.WorkerID = "demo-worker-1"
 	worker, err := processor.New(store, demoRegistry(end), metrics.InstrumentProcessor(pcfg))
 	if err != nil {
 		cancel()

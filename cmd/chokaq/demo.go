@@ -170,14 +170,7 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 	finish := func() { endOnce.Do(func() { close(end) }) }
 	defer finish()
 
-	pcfg := processor.Config{
-		Queues: []string{demoFast, demoSlow}, Concurrency: 8, PrefetchSize: 16, BatchSize: 8,
-		PollInterval: 200 * time.Millisecond, DefaultTimeout: 30 * time.Second,
-		HeartbeatIntervalMin: 500 * time.Millisecond, HeartbeatIntervalMax: time.Second,
-		ShutdownTimeout: 2 * time.Second, FetchedJobTimeout: 3 * time.Second,
-		Retry:  processor.RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, BackoffMultiplier: 2, JitterMaxDelay: 200 * time.Millisecond},
-		Logger: a.log,
-	}
+	pcfg := demoProcessorConfig([]string{demoFast, demoSlow}, a.log)
 	if metrics.m != nil {
 		pcfg = metrics.m.InstrumentProcessor(pcfg)
 	}
@@ -380,6 +373,20 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		fmt.Fprintf(w, "  resurrected job %d\t%s\n", sum.ResurrectedJob, sum.ResurrectedOutcome)
 		fmt.Fprintf(w, "  took\t%s\n", sum.Took)
 	})
+}
+
+// demoProcessorConfig is the processor of both demos (chokaq demo and the
+// dashboard's): timeouts in seconds, not minutes, so rescue shows within the
+// demo's run.
+func demoProcessorConfig(queues []string, log *zap.Logger) processor.Config {
+	return processor.Config{
+		Queues: queues, Concurrency: 8, PrefetchSize: 16, BatchSize: 8,
+		PollInterval: 200 * time.Millisecond, DefaultTimeout: 30 * time.Second,
+		HeartbeatIntervalMin: 500 * time.Millisecond, HeartbeatIntervalMax: time.Second,
+		ShutdownTimeout: 2 * time.Second, FetchedJobTimeout: 3 * time.Second,
+		Retry:  processor.RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, BackoffMultiplier: 2, JitterMaxDelay: 200 * time.Millisecond},
+		Logger: log,
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
