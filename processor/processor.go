@@ -389,8 +389,7 @@ func (p *Processor) execute(f *fetched) {
 	st, err := p.store.Start(p.writesCtx, j.Ref(), jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
 	switch {
 	case errors.Is(err, jobs.ErrLeaseLost):
-		p.stats.leaseLost.Add(1)
-		p.cfg.Observer.JobFinished(j, Result{Outcome: OutcomeLeaseLost})
+		p.finished(j, Result{Outcome: OutcomeLeaseLost})
 		log.Info("lease lost before start")
 		return
 	case err != nil:
@@ -438,6 +437,22 @@ func (p *Processor) execute(f *fetched) {
 	p.hb.finishing(ref)
 	r := p.settle(log, ref, hj, herr, cause)
 	r.HandlerErr, r.Duration = herr, ran
+	p.finished(j, r)
+}
+
+// finished counts an execution's outcome and tells the observer: the one
+// place every path through execute ends.
+func (p *Processor) finished(j *jobs.Job, r Result) {
+	switch r.Outcome {
+	case OutcomeSucceeded:
+		p.stats.succeeded.Add(1)
+	case OutcomeRetried:
+		p.stats.retried.Add(1)
+	case OutcomeDeadLettered:
+		p.stats.deadLettered.Add(1)
+	case OutcomeLeaseLost:
+		p.stats.leaseLost.Add(1)
+	}
 	p.cfg.Observer.JobFinished(j, r)
 }
 
@@ -463,13 +478,11 @@ func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, herr, cause
 	}
 	switch {
 	case errors.Is(cause, errLeaseLost):
-		p.stats.leaseLost.Add(1)
 		log.Warn("lease lost: the job was taken away; writing nothing", zap.NamedError("handler_error", herr))
 		return Result{Outcome: OutcomeLeaseLost}
 	case herr == nil:
 		r := p.write(log, "complete", func(ctx context.Context) error { return p.store.Complete(ctx, ref) })
 		if r.Outcome == OutcomeSucceeded {
-			p.stats.succeeded.Add(1)
 			log.Debug("job succeeded")
 		}
 		return r
@@ -492,7 +505,6 @@ func (p *Processor) retry(log jobLogger, ref jobs.LeaseRef, delay time.Duration,
 	params := jobs.RetryParams{Delay: delay, Error: jobs.Clip(msg, maxLastError)}
 	r := p.write(log, "retry", func(ctx context.Context) error { return p.store.Retry(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
-		p.stats.retried.Add(1)
 		log.Info("job failed, retrying", zap.Duration("delay", delay), zap.String("error", jobs.Headline(msg, maxLogLine)))
 		r.Outcome = OutcomeRetried
 	}
@@ -503,7 +515,6 @@ func (p *Processor) deadLetter(log jobLogger, ref jobs.LeaseRef, reason jobs.Fai
 	params := jobs.DeadLetterParams{Reason: reason, Details: jobs.Clip(details, maxDetails)}
 	r := p.write(log, "dead-letter", func(ctx context.Context) error { return p.store.DeadLetter(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
-		p.stats.deadLettered.Add(1)
 		log.Warn("job dead-lettered", zap.Stringer("reason", reason), zap.String("error", jobs.Headline(details, maxLogLine)))
 		r = Result{Outcome: OutcomeDeadLettered, Reason: reason}
 	}
@@ -524,7 +535,6 @@ func (p *Processor) write(log jobLogger, op string, fn func(context.Context) err
 		case err == nil:
 			return Result{Outcome: OutcomeSucceeded}
 		case errors.Is(err, jobs.ErrLeaseLost):
-			p.stats.leaseLost.Add(1)
 			log.Warn("lease lost: "+op+" changed nothing", zap.Error(err))
 			return Result{Outcome: OutcomeLeaseLost}
 		case errors.Is(err, jobs.ErrInvalidArgument):
