@@ -166,9 +166,19 @@ func (c *Config) ProcessorConfig() processor.Config {
 			BaseDelay:         c.Retry.BaseDelay,
 			MaxDelay:          c.Retry.MaxDelay,
 			BackoffMultiplier: c.Retry.BackoffMultiplier,
-			JitterMaxDelay:    c.Retry.JitterMaxDelay,
+			JitterMaxDelay:    jitter(c.Retry.JitterMaxDelay),
 		},
 	}
+}
+
+// jitter maps the configured Retry.JitterMaxDelay onto the processor's: in
+// the file 0s means no jitter, while a zero processor field takes the
+// default.
+func jitter(d time.Duration) time.Duration {
+	if d == 0 {
+		return processor.NoJitter
+	}
+	return d
 }
 
 // RescueConfig maps Recovery onto zombie.Config. Logger, Leader and the

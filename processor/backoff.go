@@ -12,7 +12,8 @@ import (
 //
 //	min(BaseDelay * BackoffMultiplier^(attempt-1), MaxDelay - JitterMaxDelay) + jitter
 //
-// where jitter is in [0, JitterMaxDelay]. The delay never exceeds MaxDelay,
+// where jitter is in [0, JitterMaxDelay] (none when JitterMaxDelay is
+// negative, see NoJitter). The delay never exceeds MaxDelay,
 // and retries that reach the cap still spread over the last
 // JitterMaxDelay instead of all falling due at once. jitter01 is a uniform
 // sample in [0, 1).

@@ -57,9 +57,14 @@ type RetryPolicy struct {
 	MaxDelay          time.Duration // (1h)
 	BackoffMultiplier float64       // (2)
 	// JitterMaxDelay is the most random delay added to a retry (1s; zero
-	// takes the default, so use 1ns for practically none).
+	// takes the default; NoJitter, or any negative value, adds none).
 	JitterMaxDelay time.Duration
 }
+
+// NoJitter as RetryPolicy.JitterMaxDelay retries exactly on the backoff
+// schedule. Zero cannot mean "none" there: it takes the default, like every
+// zero field of Config.
+const NoJitter time.Duration = -1
 
 // DefaultConfig returns DESIGN section 8's defaults.
 func DefaultConfig() Config {
@@ -169,8 +174,8 @@ func (c Config) Validate() error {
 		return bad("Retry.MaxDelay", c.Retry.MaxDelay, "must be at most "+jobs.MaxDelay.String())
 	case !(c.Retry.BackoffMultiplier >= 1 && c.Retry.BackoffMultiplier <= 1000): // also refuses NaN
 		return bad("Retry.BackoffMultiplier", c.Retry.BackoffMultiplier, "must be between 1 and 1000")
-	case c.Retry.JitterMaxDelay < 0 || c.Retry.JitterMaxDelay > c.Retry.MaxDelay:
-		return bad("Retry.JitterMaxDelay", c.Retry.JitterMaxDelay, fmt.Sprintf("must be between 0 and Retry.MaxDelay (%v)", c.Retry.MaxDelay))
+	case c.Retry.JitterMaxDelay > c.Retry.MaxDelay:
+		return bad("Retry.JitterMaxDelay", c.Retry.JitterMaxDelay, fmt.Sprintf("must be at most Retry.MaxDelay (%v)", c.Retry.MaxDelay))
 	}
 	return nil
 }

@@ -215,6 +215,14 @@ func TestRetryDelay(t *testing.T) {
 	if got := p.Delay(1<<30, 0.5); got > time.Hour || got < time.Hour-time.Second {
 		t.Errorf("a huge attempt number gave %v", got)
 	}
+	exact := p
+	exact.JitterMaxDelay = processor.NoJitter
+	if got := exact.Delay(2, 0.999999); got != 6*time.Second {
+		t.Errorf("NoJitter: Delay(2, ~1) = %v, want exactly 6s", got)
+	}
+	if got := exact.Delay(30, 0.999999); got != time.Hour {
+		t.Errorf("NoJitter: Delay(30, ~1) = %v, want exactly MaxDelay", got)
+	}
 }
 
 // TestRetryDelayIsApplied checks the delay reaches the store: the retried
@@ -236,7 +244,7 @@ func TestRetryDelayIsApplied(t *testing.T) {
 		})
 		id := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
 		cfg := testConfig()
-		cfg.Retry = processor.RetryPolicy{BaseDelay: 10 * time.Second, MaxDelay: time.Hour, BackoffMultiplier: 3, JitterMaxDelay: time.Nanosecond}
+		cfg.Retry = processor.RetryPolicy{BaseDelay: 10 * time.Second, MaxDelay: time.Hour, BackoffMultiplier: 3, JitterMaxDelay: processor.NoJitter}
 		p := startProcessor(t, s, reg, cfg)
 		waitFor(t, 5*time.Minute, "archive", inTable(s, id, jobs.TableArchive))
 		stop(t, p)
@@ -244,9 +252,11 @@ func TestRetryDelayIsApplied(t *testing.T) {
 			t.Fatalf("%d starts", len(starts))
 		}
 		gap1, gap2 := starts[1].Sub(starts[0]), starts[2].Sub(starts[1])
-		// Claims poll at most every PollInterval (100ms).
-		if gap1 < 10*time.Second || gap1 > 11*time.Second || gap2 < 30*time.Second || gap2 > 31*time.Second {
-			t.Fatalf("gaps %v and %v, want about 10s and 30s", gap1, gap2)
+		// No jitter: only the claim poll (at most PollInterval) adds to the
+		// backoff.
+		late := func(gap, want time.Duration) bool { return gap < want || gap > want+cfg.PollInterval }
+		if late(gap1, 10*time.Second) || late(gap2, 30*time.Second) {
+			t.Fatalf("gaps %v and %v, want 10s and 30s plus at most one poll", gap1, gap2)
 		}
 	})
 }
