@@ -27,8 +27,12 @@ var (
 
 // beat is one running job's heartbeat schedule.
 type beat struct {
-	ref      jobs.LeaseRef
-	due      time.Time
+	ref jobs.LeaseRef
+	// due is when this beat must be sent; earliest is when it may ride
+	// along on another beat's call. Both are set from the last beat, so
+	// the gap between a job's beats stays within [min, max].
+	due, earliest time.Time
+
 	failures int
 	cancel   context.CancelCauseFunc
 	index    int  // in the heap; -1 while a call carries it
@@ -65,9 +69,10 @@ func (h *beatHeap) Pop() any {
 
 // heartbeater keeps every running job alive. Each job has its own jittered
 // interval in [min, max]; when the earliest beat falls due, every beat due
-// within the coalescing window rides along in the same store call, so the
-// number of calls grows with how often beats fall due, not with the number
-// of jobs.
+// within the coalescing window that is at least min past its last beat
+// rides along in the same store call, so the number of calls grows with how
+// often beats fall due, not with the number of jobs, and no job beats more
+// often than min.
 type heartbeater struct {
 	store     jobs.Store
 	min, max  time.Duration
@@ -109,14 +114,17 @@ func newHeartbeater(store jobs.Store, cfg Config, stats *counters) *heartbeater 
 	}
 }
 
-func (h *heartbeater) interval() time.Duration {
-	return h.min + time.Duration(h.rng.Int64N(int64(h.max-h.min)+1))
+// schedule sets b's next beat a jittered interval after from.
+func (h *heartbeater) schedule(b *beat, from time.Time) {
+	b.earliest = from.Add(h.min)
+	b.due = from.Add(h.min + time.Duration(h.rng.Int64N(int64(h.max-h.min)+1)))
 }
 
 // add starts beating for a job that just started.
 func (h *heartbeater) add(ref jobs.LeaseRef, cancel context.CancelCauseFunc, log jobLogger) {
 	h.mu.Lock()
-	b := &beat{ref: ref, cancel: cancel, log: log, due: time.Now().Add(h.interval())}
+	b := &beat{ref: ref, cancel: cancel, log: log}
+	h.schedule(b, time.Now())
 	h.beats[ref] = b
 	heap.Push(&h.heap, b)
 	h.mu.Unlock()
@@ -205,14 +213,25 @@ func (h *heartbeater) run(ctx context.Context) {
 	}
 }
 
-// due takes every beat due within the window out of the heap.
+// due takes out of the heap every beat that is due, and every beat due
+// within the window that may already ride along. A beat in the window that
+// may not yet ride along goes back: it is due soon and waits for that call.
 func (h *heartbeater) due() []*beat {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	horizon := time.Now().Add(h.window)
-	var out []*beat
+	now := time.Now()
+	horizon := now.Add(h.window)
+	var out, early []*beat
 	for len(h.heap) > 0 && !h.heap[0].due.After(horizon) {
-		out = append(out, heap.Pop(&h.heap).(*beat))
+		b := heap.Pop(&h.heap).(*beat)
+		if b.due.After(now) && b.earliest.After(now) {
+			early = append(early, b)
+			continue
+		}
+		out = append(out, b)
+	}
+	for _, b := range early {
+		heap.Push(&h.heap, b)
 	}
 	return out
 }
@@ -267,6 +286,7 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 				continue
 			}
 			b.due = now.Add(h.retryWait)
+			b.earliest = b.due
 		case lostSet[b.ref]:
 			if !b.finishing {
 				b.cancel(errLeaseLost)
@@ -276,7 +296,7 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 		default:
 			h.setFailedLocked(b, false)
 			b.failures = 0
-			b.due = now.Add(h.interval())
+			h.schedule(b, now)
 		}
 		heap.Push(&h.heap, b)
 	}

@@ -22,8 +22,14 @@ const (
 	maxLogLine   = 500   // the error shown in a log line
 )
 
-// ErrNotRunning is returned by Stop on a processor that is not running.
-var ErrNotRunning = errors.New("processor: not running")
+var (
+	// ErrNotRunning is returned by Stop on a processor that is not running.
+	ErrNotRunning = errors.New("processor: not running")
+	// ErrHandlersAbandoned is returned by Stop when some handlers did not
+	// return within the shutdown grace: their jobs stay Processing and
+	// rescue dead-letters them once their heartbeats expire.
+	ErrHandlersAbandoned = errors.New("processor: handlers abandoned at shutdown")
+)
 
 // Processor claims, runs and settles jobs. Create it with New, then Start
 // and Stop it once.
@@ -199,7 +205,7 @@ func (p *Processor) Stop(ctx context.Context) error {
 		select {
 		case <-p.workersDone:
 		case <-timer.C:
-			err = fmt.Errorf("processor: workers did not finish (%d handlers ignoring cancellation, or outcome writes failing); their jobs are left to rescue", p.stats.running.Load())
+			err = fmt.Errorf("%w: %d handlers ignoring cancellation, or outcome writes failing; their jobs are left to rescue", ErrHandlersAbandoned, p.stats.running.Load())
 			p.log.Error("workers did not finish; their jobs are left to rescue", zap.Int64("running_handlers", p.stats.running.Load()))
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -222,7 +228,8 @@ func (p *Processor) Stop(ctx context.Context) error {
 }
 
 // fetchLoop keeps the buffer filled. It claims min(BatchSize, free space)
-// at a time, at once again while claims come back full, and backs off to
+// once a whole batch fits (a claim per freed slot would cost a store call
+// per job), at once again while claims come back full, and backs off to
 // PollInterval while the queues are empty. It claims nothing while
 // heartbeats fail.
 func (p *Processor) fetchLoop(ctx context.Context) {

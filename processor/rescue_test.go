@@ -89,7 +89,9 @@ func TestWorkerThatDiesMidJobIsRescued(t *testing.T) {
 func TestHungHandlerIsDeadLetteredAtItsDeadline(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newMem()
-		if _, err := s.UpdateQueue(t.Context(), "hang", jobs.QueueUpdate{ExecutionTimeoutSeconds: ptr(120)}); err != nil {
+		// The zombie timeout is far shorter than the deadline: only the
+		// heartbeats keep the job from phase 2 until phase 3 takes it.
+		if _, err := s.UpdateQueue(t.Context(), "hang", jobs.QueueUpdate{ExecutionTimeoutSeconds: ptr(120), ZombieTimeoutSeconds: ptr(40)}); err != nil {
 			t.Fatal(err)
 		}
 		block := newBlockingHandler()
@@ -104,6 +106,9 @@ func TestHungHandlerIsDeadLetteredAtItsDeadline(t *testing.T) {
 		time.Sleep(100 * time.Second)
 		if j := get(t, s, id); j.Table != jobs.TableHot {
 			t.Fatalf("rescued before its deadline: %+v", j)
+		}
+		if st := p.Stats(); st.HeartbeatBeats < 100/12 {
+			t.Fatalf("%d beats in 100 s, want one at least every 12 s", st.HeartbeatBeats)
 		}
 		waitFor(t, time.Minute, "phase 3", inTable(s, id, jobs.TableDLQ))
 		if c := rescue.Counters(); c.Expired != 1 || c.Zombies != 0 {
@@ -253,7 +258,17 @@ func TestShutdownReleasesBufferedJobs(t *testing.T) {
 		running := <-started
 		waitFor(t, time.Minute, "buffer filled", func() bool { return p.Stats().Buffered == 5 })
 		stopAt := time.Now()
-		stop(t, p)
+		stopped := make(chan error)
+		go func() { stopped <- p.Stop(context.Background()) }()
+		// The buffered jobs go back at once, not when the grace ends: another
+		// processor can run them while this one waits for its handler.
+		time.Sleep(cfg.ShutdownTimeout / 10)
+		if n, err := s.CountJobs(context.Background(), jobs.TableHot, jobs.Filter{Status: ptr(jobs.StatusPending)}); err != nil || n != 5 {
+			t.Fatalf("%d Pending (%v) a moment into Stop, want the 5 buffered jobs released", n, err)
+		}
+		if err := <-stopped; err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
 		if took := time.Since(stopAt); took < cfg.ShutdownTimeout || took > cfg.ShutdownTimeout+time.Second {
 			t.Fatalf("Stop took %v, want about ShutdownTimeout %v", took, cfg.ShutdownTimeout)
 		}
@@ -293,8 +308,8 @@ func TestShutdownAbandonsAHandlerThatNeverReturns(t *testing.T) {
 		reg.MustHandle("h", block.handle)
 		p := startProcessor(t, s, reg, testConfig())
 		<-block.started
-		if err := p.Stop(context.Background()); err == nil {
-			t.Fatal("Stop reported success while a handler still runs")
+		if err := p.Stop(context.Background()); !errors.Is(err, processor.ErrHandlersAbandoned) {
+			t.Fatalf("Stop = %v while a handler still runs, want ErrHandlersAbandoned", err)
 		}
 		if j := get(t, s, id); j.Table != jobs.TableHot || j.Status != jobs.StatusProcessing {
 			t.Fatalf("abandoned job %+v, want left Processing for rescue", j)
