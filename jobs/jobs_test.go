@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,54 @@ func TestParseFailureReason(t *testing.T) {
 	}
 	if _, err := ParseFailureReason("3"); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("reason 3 accepted: %v", err)
+	}
+}
+
+// The numbers are a wire format: they are stored in SQL Server columns,
+// hard-coded in the rescue statements and shared with the .NET
+// implementation (DESIGN section 2), so renumbering a constant must fail here.
+func TestReasonAndStatusNumbers(t *testing.T) {
+	reasons := []struct {
+		r    FailureReason
+		n    int
+		name string
+	}{
+		{ReasonMaxRetriesExceeded, 0, "MaxRetriesExceeded"},
+		{ReasonCancelled, 1, "Cancelled"},
+		{ReasonZombie, 2, "Zombie"},
+		{ReasonFatal, 6, "Fatal"},
+		{ReasonTimeout, 7, "Timeout"},
+		{ReasonHeartbeatFailure, 9, "HeartbeatFailure"},
+		{ReasonRetryLifetimeExpired, 10, "RetryLifetimeExpired"},
+	}
+	known := map[int]bool{}
+	for _, c := range reasons {
+		known[c.n] = true
+		if int(c.r) != c.n || c.r.String() != c.name {
+			t.Errorf("%s = %d, want %s = %d", c.r, int(c.r), c.name, c.n)
+		}
+		if got, err := ParseFailureReason(strconv.Itoa(c.n)); err != nil || got != c.r {
+			t.Errorf("ParseFailureReason(%d) = %v, %v; want %s", c.n, got, err, c.name)
+		}
+	}
+	// A code the table above does not list would reach operators undocumented.
+	for n := -1; n <= 20; n++ {
+		if FailureReason(n).Valid() != known[n] {
+			t.Errorf("FailureReason(%d).Valid() = %v, want %v", n, FailureReason(n).Valid(), known[n])
+		}
+	}
+	statuses := []struct {
+		s    Status
+		n    int
+		name string
+	}{{StatusPending, 0, "Pending"}, {StatusFetched, 1, "Fetched"}, {StatusProcessing, 2, "Processing"}}
+	for _, c := range statuses {
+		if int(c.s) != c.n || c.s.String() != c.name || !c.s.Valid() {
+			t.Errorf("%s = %d (valid %v), want %s = %d", c.s, int(c.s), c.s.Valid(), c.name, c.n)
+		}
+	}
+	if Status(-1).Valid() || Status(3).Valid() {
+		t.Error("a status outside 0..2 is valid")
 	}
 }
 

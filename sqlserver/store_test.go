@@ -3,8 +3,12 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +20,10 @@ import (
 func TestMain(m *testing.M) { os.Exit(sqlservertest.Main(m)) }
 
 // openTestStore connects to a fresh migrated schema, or skips.
-func openTestStore(t *testing.T) *Store {
+func openTestStore(t *testing.T, opts ...Option) *Store {
 	t.Helper()
 	dsn, name := sqlservertest.NewSchema(t)
-	s, err := Open(t.Context(), dsn, WithSchema(name))
+	s, err := Open(t.Context(), dsn, append([]Option{WithSchema(name)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +159,67 @@ func TestEnqueueTx(t *testing.T) {
 	}
 }
 
-func TestRenderedStatements(t *testing.T) {
+// TestIdempotentEnqueueDoesNotDeadlock races 20 enqueues of one key with
+// retries off. The contract's IdempotencyKeyConcurrent20 passes even if
+// the keyed enqueue deadlocks, because the store retries 1205 silently;
+// here a deadlock victim surfaces as an error.
+func TestIdempotentEnqueueDoesNotDeadlock(t *testing.T) {
+	const n, rounds = 20, 5
+	s := openTestStore(t, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
+	ctx := t.Context()
+	// Open the connections first, so the enqueues start together instead of
+	// one login apart.
+	s.DB().SetMaxIdleConns(n)
+	conns := make([]*sql.Conn, n)
+	for i := range conns {
+		c, err := s.DB().Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	for round := range rounds {
+		key := fmt.Sprintf("race-%d", round)
+		results := make([]jobs.EnqueueResult, n)
+		errs := make([]error, n)
+		startLine := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-startLine
+				results[i], errs[i] = s.Enqueue(ctx, jobs.EnqueueParams{Type: "race", IdempotencyKey: key})
+			}()
+		}
+		close(startLine)
+		wg.Wait()
+		fresh := 0
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d, goroutine %d: %v", round, i, err)
+			}
+			if results[i].ID != results[0].ID {
+				t.Fatalf("round %d: goroutine %d got job %d, goroutine 0 got %d", round, i, results[i].ID, results[0].ID)
+			}
+			if !results[i].Duplicate {
+				fresh++
+			}
+		}
+		if fresh != 1 {
+			t.Fatalf("round %d: %d enqueues inserted a job, want 1", round, fresh)
+		}
+		if c, err := s.CountJobs(ctx, jobs.TableHot, jobs.Filter{}); err != nil || c != int64(round+1) {
+			t.Fatalf("round %d: %d hot rows (%v), want one per key: %d", round, c, err, round+1)
+		}
+	}
+}
+
+// renderedStatements names every statement that takes the schema.
+func renderedStatements() map[string]string {
 	q := render("[my_schema]")
 	all := map[string]string{
 		"enqueueKeyed": q.enqueueKeyed, "enqueueBatch": q.enqueueBatch, "claim": q.claim,
@@ -169,6 +233,12 @@ func TestRenderedStatements(t *testing.T) {
 			all[tb+"."+table.String()] = stmt
 		}
 	}
+	return all
+}
+
+func TestRenderedStatements(t *testing.T) {
+	q := render("[my_schema]")
+	all := renderedStatements()
 	for name, stmt := range all {
 		if strings.Contains(stmt, "{{") || strings.Contains(stmt, "$.") {
 			t.Errorf("%s: unreplaced placeholder in\n%s", name, stmt)
@@ -207,6 +277,100 @@ func TestRenderedStatements(t *testing.T) {
 	for _, name := range []string{"complete", "deadLetter", "rescueZombies", "rescueExpired"} {
 		if !strings.Contains(all[name], "DELETE h\nOUTPUT") || !strings.Contains(all[name], "INTO [my_schema].Jobs") {
 			t.Errorf("%s: must move the row with DELETE ... OUTPUT ... INTO", name)
+		}
+	}
+}
+
+var (
+	// A variable the statement uses: @name, but not @@ROWCOUNT.
+	sqlVariable = regexp.MustCompile(`(?:^|[^@\w])@(\w+)`)
+	// A variable the statement declares itself, alone or in a DECLARE list.
+	sqlDeclared = regexp.MustCompile(`(?:DECLARE|,)[ \t]+@(\w+)[ \t]+(?:TABLE|DATETIME2|BIT|TINYINT|INT|BIGINT|SQL_VARIANT|NVARCHAR|VARBINARY)\b`)
+	// A declared instant and the expression that sets it.
+	sqlInstant = regexp.MustCompile(`DECLARE[ \t]+@(\w+)[ \t]+DATETIME2\(7\)[ \t]*=[ \t]*([^;]+);`)
+)
+
+// statementParams returns the variables stmt uses but does not declare:
+// the parameters the caller must supply.
+func statementParams(stmt string) []string {
+	declared := map[string]bool{}
+	for _, m := range sqlDeclared.FindAllStringSubmatch(stmt, -1) {
+		declared[m[1]] = true
+	}
+	var params []string
+	for _, m := range sqlVariable.FindAllStringSubmatch(stmt, -1) {
+		if !declared[m[1]] && !slices.Contains(params, m[1]) {
+			params = append(params, m[1])
+		}
+	}
+	return params
+}
+
+// TestWorkerAndRescueStatementsReadTheServerClock is I7 for SQL Server. The
+// contract's I7 case cannot catch a Go timestamp there, because the test
+// host and the server share a clock; so every parameter of a worker or
+// rescue statement must be one of these, none a time. Durations come as
+// milliseconds and every instant is derived from SYSUTCDATETIME().
+func TestWorkerAndRescueStatementsReadTheServerClock(t *testing.T) {
+	notTimes := []string{"queue", "worker", "limit", "id", "lease", "refs", "error", "reason", "details", "defaultMs", "delayMs", "timeoutMs"}
+	all := renderedStatements()
+	for _, name := range []string{"claim", "start", "heartbeat", "complete", "retry", "deadLetter", "release", "rescueFetched", "rescueZombies", "rescueExpired"} {
+		stmt := all[name]
+		params := statementParams(stmt)
+		if len(params) == 0 {
+			t.Errorf("%s: found no parameters; the parser no longer fits queries.go", name)
+		}
+		for _, p := range params {
+			if !slices.Contains(notTimes, p) {
+				t.Errorf("%s takes @%s from the caller: worker and rescue statements take no instant from Go (I7). If it is not a time, add it to notTimes", name, p)
+			}
+		}
+		if !strings.Contains(stmt, "SYSUTCDATETIME()") {
+			t.Errorf("%s: does not read the server clock", name)
+		}
+		for _, m := range sqlInstant.FindAllStringSubmatch(stmt, -1) {
+			if !strings.Contains(m[2], "SYSUTCDATETIME()") && !strings.Contains(m[2], "@now") {
+				t.Errorf("%s: @%s is set from %q, not from the server clock", name, m[1], m[2])
+			}
+		}
+	}
+	// The parser itself: a supplied @now must be reported, a declared one not.
+	if got := statementParams("DECLARE @a INT, @now DATETIME2(7) = SYSUTCDATETIME(); SELECT @@ROWCOUNT, @a, @now, @id;"); !slices.Equal(got, []string{"id"}) {
+		t.Errorf("statementParams = %v, want [id]", got)
+	}
+	if got := statementParams("UPDATE x SET HeartbeatUtc = @now WHERE Id = @id;"); !slices.Equal(got, []string{"now", "id"}) {
+		t.Errorf("statementParams = %v, want [now id]", got)
+	}
+}
+
+// TestMovesRunInOneTransaction: resurrect moves rows with two statements
+// and the keyed enqueue checks then inserts; each must be one transaction
+// that XACT_ABORT rolls back whole on any error or a cancelled request,
+// so no job is lost half-moved and no key lock outlives the call.
+func TestMovesRunInOneTransaction(t *testing.T) {
+	all := renderedStatements()
+	for name, inside := range map[string][]string{
+		"resurrect":    {"DELETE d\nOUTPUT", "INTO @moved", "INSERT INTO [my_schema].JobsHot"},
+		"enqueueKeyed": {"WITH (UPDLOCK, HOLDLOCK", "NEXT VALUE FOR", "INSERT INTO [my_schema].JobsHot"},
+	} {
+		stmt := all[name]
+		begin, commit := strings.Index(stmt, "BEGIN TRANSACTION;"), strings.LastIndex(stmt, "COMMIT TRANSACTION;")
+		if begin < 0 || commit < begin || strings.Count(stmt, "BEGIN TRAN") != 1 {
+			t.Errorf("%s: want one BEGIN TRANSACTION ... COMMIT TRANSACTION", name)
+			continue
+		}
+		for _, part := range inside {
+			if i := strings.Index(stmt, part); i < begin || i > commit {
+				t.Errorf("%s: %q is not inside the transaction", name, part)
+			}
+		}
+	}
+	// Any statement that opens a transaction aborts it whole on error.
+	for name, stmt := range all {
+		if begin := strings.Index(stmt, "BEGIN TRAN"); begin >= 0 {
+			if x := strings.Index(stmt, "SET XACT_ABORT ON;"); x < 0 || x > begin {
+				t.Errorf("%s: opens a transaction without SET XACT_ABORT ON before it", name)
+			}
 		}
 	}
 }

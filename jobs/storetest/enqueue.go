@@ -45,24 +45,29 @@ var enqueueCases = []testCase{
 	}},
 	{"RejectsBadInputNamingTheField", func(t *testing.T, h *Harness) {
 		long := func(n int) string { return strings.Repeat("q", n) }
+		// rule is the part of the message that tells the caller what would
+		// have been accepted: a bare "invalid type" sends them to the docs.
 		cases := []struct {
-			name, field string
-			p           jobs.EnqueueParams
+			name, field, rule string
+			p                 jobs.EnqueueParams
 		}{
-			{"EmptyType", "type", jobs.EnqueueParams{}},
-			{"LongType", "type", jobs.EnqueueParams{Type: long(jobs.MaxTypeLen + 1)}},
-			{"ControlCharType", "type", jobs.EnqueueParams{Type: "a\nb"}},
-			{"LongQueue", "queue", jobs.EnqueueParams{Type: "t", Queue: long(jobs.MaxQueueLen + 1)}},
-			{"ControlCharQueue", "queue", jobs.EnqueueParams{Type: "t", Queue: "a\x00b"}},
-			{"SpaceInQueue", "queue", jobs.EnqueueParams{Type: "t", Queue: "a b"}},
-			{"PayloadOverLimit", "payload", jobs.EnqueueParams{Type: "t", Payload: make([]byte, jobs.DefaultMaxPayloadBytes+1)}},
-			{"NegativeDelay", "delay", jobs.EnqueueParams{Type: "t", Delay: -time.Second}},
-			{"PriorityTooHigh", "priority", jobs.EnqueueParams{Type: "t", Priority: jobs.MaxPriority + 1}},
-			{"PriorityTooLow", "priority", jobs.EnqueueParams{Type: "t", Priority: jobs.MinPriority - 1}},
-			{"MaxAttemptsTooHigh", "max_attempts", jobs.EnqueueParams{Type: "t", MaxAttempts: jobs.MaxMaxAttempts + 1}},
-			{"DelayAndRunAt", "run_at", jobs.EnqueueParams{Type: "t", Delay: time.Second, RunAt: time.Now()}},
-			{"CommaInTag", "tag", jobs.EnqueueParams{Type: "t", Tags: []string{"a,b"}}},
-			{"LongIdempotencyKey", "idempotency_key", jobs.EnqueueParams{Type: "t", IdempotencyKey: long(jobs.MaxIdempotencyKeyLen + 1)}},
+			{"EmptyType", "type", "must not be empty", jobs.EnqueueParams{}},
+			{"LongType", "type", "at most 200 characters", jobs.EnqueueParams{Type: long(jobs.MaxTypeLen + 1)}},
+			{"ControlCharType", "type", "control characters", jobs.EnqueueParams{Type: "a\nb"}},
+			{"LongQueue", "queue", "at most 100 characters", jobs.EnqueueParams{Type: "t", Queue: long(jobs.MaxQueueLen + 1)}},
+			{"ControlCharQueue", "queue", "only ASCII letters, digits", jobs.EnqueueParams{Type: "t", Queue: "a\x00b"}},
+			{"SpaceInQueue", "queue", "only ASCII letters, digits", jobs.EnqueueParams{Type: "t", Queue: "a b"}},
+			{"PayloadOverLimit", "payload", "at most 1048576 bytes", jobs.EnqueueParams{Type: "t", Payload: make([]byte, jobs.DefaultMaxPayloadBytes+1)}},
+			{"NegativeDelay", "delay", "must not be negative", jobs.EnqueueParams{Type: "t", Delay: -time.Second}},
+			{"PriorityTooHigh", "priority", "between -1000 and 1000", jobs.EnqueueParams{Type: "t", Priority: jobs.MaxPriority + 1}},
+			{"PriorityTooLow", "priority", "between -1000 and 1000", jobs.EnqueueParams{Type: "t", Priority: jobs.MinPriority - 1}},
+			{"MaxAttemptsTooHigh", "max_attempts", "between 1 and 1000", jobs.EnqueueParams{Type: "t", MaxAttempts: jobs.MaxMaxAttempts + 1}},
+			{"DelayAndRunAt", "run_at", "either delay or run_at", jobs.EnqueueParams{Type: "t", Delay: time.Second, RunAt: time.Now()}},
+			{"TooManyTags", "tags", "at most 16 tags", jobs.EnqueueParams{Type: "t", Tags: strings.Split(long(jobs.MaxTags+1), "")}},
+			{"EmptyTag", "tag", "must not be empty", jobs.EnqueueParams{Type: "t", Tags: []string{"a", ""}}},
+			{"CommaInTag", "tag", "must not contain ','", jobs.EnqueueParams{Type: "t", Tags: []string{"a,b"}}},
+			{"LongTag", "tag", "at most 50 characters", jobs.EnqueueParams{Type: "t", Tags: []string{long(jobs.MaxTagLen + 1)}}},
+			{"LongIdempotencyKey", "idempotency_key", "at most 200 characters", jobs.EnqueueParams{Type: "t", IdempotencyKey: long(jobs.MaxIdempotencyKeyLen + 1)}},
 		}
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
@@ -73,6 +78,9 @@ var enqueueCases = []testCase{
 				}
 				if !strings.Contains(err.Error(), c.field) {
 					t.Fatalf("error %q does not name the field %q", err, c.field)
+				}
+				if !strings.Contains(err.Error(), c.rule) {
+					t.Fatalf("error %q does not state the rule %q", err, c.rule)
 				}
 			})
 		}

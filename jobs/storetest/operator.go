@@ -29,6 +29,22 @@ func archived(t *testing.T, h *Harness, p jobs.EnqueueParams) *jobs.Job {
 	return j
 }
 
+// archivedAfterRetry runs a job that fails once with lastError and then
+// succeeds, so the archived row carries a last error.
+func archivedAfterRetry(t *testing.T, h *Harness, p jobs.EnqueueParams, lastError string) *jobs.Job {
+	t.Helper()
+	j := running(t, h, p)
+	if err := h.Store.Retry(ctxOf(t), j.Ref(), jobs.RetryParams{Error: lastError}); err != nil {
+		t.Fatal(err)
+	}
+	again := claimOne(t, h, j.Queue)
+	start(t, h, again.Ref())
+	if err := h.Store.Complete(ctxOf(t), again.Ref()); err != nil {
+		t.Fatal(err)
+	}
+	return again
+}
+
 func listIDs(t *testing.T, h *Harness, p jobs.ListParams) []int64 {
 	t.Helper()
 	page, err := h.Store.ListJobs(ctxOf(t), p)
@@ -36,6 +52,52 @@ func listIDs(t *testing.T, h *Harness, p jobs.ListParams) []int64 {
 		t.Fatalf("ListJobs(%+v): %v", p, err)
 	}
 	return ids(page.Jobs)
+}
+
+// listAll follows NextBeforeID from the newest job to the last page.
+func listAll(t *testing.T, h *Harness, p jobs.ListParams) []int64 {
+	t.Helper()
+	var got []int64
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatalf("paging %s with %+v does not end: %v so far", p.Table, p.Filter, got)
+		}
+		page, err := h.Store.ListJobs(ctxOf(t), p)
+		if err != nil {
+			t.Fatalf("ListJobs(%+v): %v", p, err)
+		}
+		if len(page.Jobs) > p.PageLimit() {
+			t.Fatalf("page of %d jobs, limit %d", len(page.Jobs), p.PageLimit())
+		}
+		got = append(got, ids(page.Jobs)...)
+		if page.NextBeforeID == 0 {
+			return got
+		}
+		p.BeforeID = page.NextBeforeID
+	}
+}
+
+type listCase struct {
+	name string
+	f    jobs.Filter
+	want []int64 // newest first
+}
+
+// wantListed checks that listing and counting agree on each filter: the
+// SQL store builds the two from the same WHERE clause, per table.
+func wantListed(t *testing.T, h *Harness, table jobs.Table, cases []listCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := listIDs(t, h, jobs.ListParams{Table: table, Filter: c.f})
+			if !slices.Equal(got, c.want) {
+				t.Fatalf("ListJobs(%s, %+v) = %v, want %v", table, c.f, got, c.want)
+			}
+			if n := count(t, h, table, c.f); n != int64(len(c.want)) {
+				t.Fatalf("CountJobs(%s, %+v) = %d, want %d", table, c.f, n, len(c.want))
+			}
+		})
+	}
 }
 
 var operatorCases = []testCase{
@@ -161,26 +223,40 @@ var operatorCases = []testCase{
 		}
 	}},
 	{"ListPagesNewestFirst", func(t *testing.T, h *Harness) {
-		all := enqueueN(t, h, 7, jobs.EnqueueParams{})
-		slices.Reverse(all)
-		var got []int64
-		p := jobs.ListParams{Table: jobs.TableHot, Limit: 3}
-		for pages := 0; ; pages++ {
-			if pages > 5 {
-				t.Fatal("paging does not end")
+		// Each table is listed by its own statement, so each is paged, with
+		// and without a filter that the cursor has to keep applying.
+		hot := enqueueN(t, h, 7, jobs.EnqueueParams{})
+		var arc, arcOdd, dlq, dlqOdd []int64
+		for i := range 5 {
+			q := []string{"even", "odd"}[i%2]
+			a := archived(t, h, jobs.EnqueueParams{Queue: q}).ID
+			d := deadLetter(t, h, jobs.EnqueueParams{Queue: q}, jobs.ReasonFatal, "x").ID
+			arc, dlq = append(arc, a), append(dlq, d)
+			if q == "odd" {
+				arcOdd, dlqOdd = append(arcOdd, a), append(dlqOdd, d)
 			}
-			page, err := h.Store.ListJobs(ctxOf(t), p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, ids(page.Jobs)...)
-			if page.NextBeforeID == 0 {
-				break
-			}
-			p.BeforeID = page.NextBeforeID
 		}
-		if !slices.Equal(got, all) {
-			t.Fatalf("pages gave %v, want %v", got, all)
+		for _, want := range [][]int64{hot, arc, arcOdd, dlq, dlqOdd} {
+			slices.Reverse(want)
+		}
+		cases := []struct {
+			name  string
+			table jobs.Table
+			f     jobs.Filter
+			want  []int64
+		}{
+			{"Hot", jobs.TableHot, jobs.Filter{}, hot},
+			{"Archive", jobs.TableArchive, jobs.Filter{}, arc},
+			{"ArchiveFiltered", jobs.TableArchive, jobs.Filter{Queue: "odd"}, arcOdd},
+			{"DLQ", jobs.TableDLQ, jobs.Filter{}, dlq},
+			{"DLQFiltered", jobs.TableDLQ, jobs.Filter{Queue: "odd"}, dlqOdd},
+		}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if got := listAll(t, h, jobs.ListParams{Table: c.table, Filter: c.f, Limit: 2}); !slices.Equal(got, c.want) {
+					t.Fatalf("pages gave %v, want %v", got, c.want)
+				}
+			})
 		}
 	}},
 	{"ListFilters", func(t *testing.T, h *Harness) {
@@ -189,11 +265,7 @@ var operatorCases = []testCase{
 		h.Advance(t, time.Hour)
 		c := deadLetter(t, h, jobs.EnqueueParams{Queue: "q1", Type: "report"}, jobs.ReasonFatal, "disk full")
 		cj := get(t, h, c.ID)
-		cases := []struct {
-			name string
-			f    jobs.Filter
-			want []int64
-		}{
+		wantListed(t, h, jobs.TableDLQ, []listCase{
 			{"Queue", jobs.Filter{Queue: "q1"}, []int64{c.ID, a.ID}},
 			{"Type", jobs.Filter{Type: "mail.send"}, []int64{b.ID, a.ID}},
 			{"Reason", jobs.Filter{Reason: reasonp(jobs.ReasonZombie)}, []int64{b.ID}},
@@ -203,18 +275,52 @@ var operatorCases = []testCase{
 			{"To", jobs.Filter{To: cj.FinishedAt.Add(-time.Minute)}, []int64{b.ID, a.ID}},
 			{"OlderThan", jobs.Filter{OlderThan: 30 * time.Minute}, []int64{b.ID, a.ID}},
 			{"IDs", jobs.Filter{IDs: []int64{a.ID, c.ID, 1 << 50}}, []int64{c.ID, a.ID}},
+		})
+	}},
+	{"ListArchiveFilters", func(t *testing.T, h *Harness) {
+		a := archived(t, h, jobs.EnqueueParams{Queue: "q1", Type: "mail.send", Payload: []byte(`{"to":"needle@x"}`)})
+		b := archivedAfterRetry(t, h, jobs.EnqueueParams{Queue: "q2", Type: "mail.send"}, "smtp timeout")
+		h.Advance(t, time.Hour)
+		c := archived(t, h, jobs.EnqueueParams{Queue: "q1", Type: "report"})
+		cj := wantTable(t, h, c.ID, jobs.TableArchive)
+		wantListed(t, h, jobs.TableArchive, []listCase{
+			{"All", jobs.Filter{}, []int64{c.ID, b.ID, a.ID}},
+			{"Queue", jobs.Filter{Queue: "q1"}, []int64{c.ID, a.ID}},
+			{"Type", jobs.Filter{Type: "mail.send"}, []int64{b.ID, a.ID}},
+			{"QueueAndType", jobs.Filter{Queue: "q1", Type: "mail.send"}, []int64{a.ID}},
+			{"TextInLastError", jobs.Filter{Text: "smtp"}, []int64{b.ID}},
+			{"TextInPayload", jobs.Filter{Text: "needle"}, []int64{a.ID}},
+			{"TextInType", jobs.Filter{Text: "repo"}, []int64{c.ID}},
+			{"From", jobs.Filter{From: cj.FinishedAt.Add(-time.Minute)}, []int64{c.ID}},
+			{"To", jobs.Filter{To: cj.FinishedAt.Add(-time.Minute)}, []int64{b.ID, a.ID}},
+			{"FromTo", jobs.Filter{From: cj.FinishedAt.Add(-2 * time.Hour), To: cj.FinishedAt.Add(-time.Minute)}, []int64{b.ID, a.ID}},
+			{"OlderThan", jobs.Filter{OlderThan: 30 * time.Minute}, []int64{b.ID, a.ID}},
+			{"IDs", jobs.Filter{IDs: []int64{a.ID, c.ID, 1 << 50}}, []int64{c.ID, a.ID}},
+		})
+	}},
+	{"ListHotFilters", func(t *testing.T, h *Harness) {
+		a := enqueue(t, h, jobs.EnqueueParams{Queue: "q1", Type: "mail.send", Payload: []byte(`{"to":"needle@x"}`)})
+		b := running(t, h, jobs.EnqueueParams{Queue: "q2", Type: "mail.send"})
+		if err := h.Store.Retry(ctxOf(t), b.Ref(), jobs.RetryParams{Error: "smtp timeout"}); err != nil {
+			t.Fatal(err)
 		}
-		for _, c := range cases {
-			t.Run(c.name, func(t *testing.T) {
-				got := listIDs(t, h, jobs.ListParams{Table: jobs.TableDLQ, Filter: c.f})
-				if !slices.Equal(got, c.want) {
-					t.Fatalf("ListJobs(%+v) = %v, want %v", c.f, got, c.want)
-				}
-				if n := count(t, h, jobs.TableDLQ, c.f); n != int64(len(c.want)) {
-					t.Fatalf("CountJobs(%+v) = %d, want %d", c.f, n, len(c.want))
-				}
-			})
-		}
+		h.Advance(t, time.Hour)
+		c := enqueue(t, h, jobs.EnqueueParams{Queue: "q1", Type: "report"})
+		d := running(t, h, jobs.EnqueueParams{Queue: "q3", Type: "report"})
+		cj := wantHot(t, h, c, jobs.StatusPending)
+		wantListed(t, h, jobs.TableHot, []listCase{
+			{"Queue", jobs.Filter{Queue: "q1"}, []int64{c, a}},
+			{"Type", jobs.Filter{Type: "mail.send"}, []int64{b.ID, a}},
+			{"TypeAndStatus", jobs.Filter{Type: "report", Status: statusp(jobs.StatusProcessing)}, []int64{d.ID}},
+			{"TextInLastError", jobs.Filter{Text: "smtp"}, []int64{b.ID}},
+			{"TextInPayload", jobs.Filter{Text: "needle"}, []int64{a}},
+			{"TextInType", jobs.Filter{Text: "repo"}, []int64{d.ID, c}},
+			{"From", jobs.Filter{From: cj.CreatedAt.Add(-time.Minute)}, []int64{d.ID, c}},
+			{"To", jobs.Filter{To: cj.CreatedAt.Add(-time.Minute)}, []int64{b.ID, a}},
+			{"FromTo", jobs.Filter{From: cj.CreatedAt.Add(-2 * time.Hour), To: cj.CreatedAt.Add(-time.Minute)}, []int64{b.ID, a}},
+			{"OlderThan", jobs.Filter{OlderThan: 30 * time.Minute}, []int64{b.ID, a}},
+			{"IDs", jobs.Filter{IDs: []int64{a, d.ID, 1 << 50}}, []int64{d.ID, a}},
+		})
 	}},
 	{"ListHotByStatus", func(t *testing.T, h *Harness) {
 		p := enqueue(t, h, jobs.EnqueueParams{})
