@@ -268,3 +268,104 @@ func TestStopResignsEvenWhenItsContextEnded(t *testing.T) {
 		t.Fatal("Stop with an ended context did not resign")
 	}
 }
+
+// stuck puts n jobs in the given state, then lets their time run out: n
+// claimed and never started (phase 1) or n started and silent (phases 2
+// and 3: their deadline passes with their heartbeat).
+func stuck(t *testing.T, s *memstore.Store, clock *memstore.ManualClock, n int, start bool) {
+	t.Helper()
+	ctx := t.Context()
+	ps := make([]jobs.EnqueueParams, n)
+	for i := range ps {
+		ps[i] = jobs.EnqueueParams{Type: "t"}
+	}
+	if _, err := s.EnqueueMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"default"}, Limit: n})
+	if err != nil || len(got) != n {
+		t.Fatalf("claim %d: %d %v", n, len(got), err)
+	}
+	for _, j := range got {
+		if start {
+			if _, err := s.Start(ctx, j.Ref(), jobs.StartParams{DefaultTimeout: 5 * time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	clock.Advance(11 * time.Minute)
+}
+
+// TestMaxBatchesPerPhaseBoundsOneSweep: a backlog bigger than
+// BatchSize x MaxBatchesPerPhase is rescued over several sweeps, so one
+// sweep's work stays bounded.
+func TestMaxBatchesPerPhaseBoundsOneSweep(t *testing.T) {
+	clock := memstore.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.WithClock(clock.Now))
+	stuck(t, s, clock, 25, false)
+	calls := &countingStore{Store: s}
+	r, _ := zombie.New(calls, zombie.Config{BatchSize: 10, MaxBatchesPerPhase: 2})
+	if res, err := r.Sweep(t.Context()); err != nil || res.Recovered != 20 || calls.fetched.Load() != 2 {
+		t.Fatalf("first sweep %+v %v in %d statements, want 20 recovered in 2", res, err, calls.fetched.Load())
+	}
+	if res, err := r.Sweep(t.Context()); err != nil || res.Recovered != 5 {
+		t.Fatalf("second sweep %+v %v, want the last 5", res, err)
+	}
+}
+
+// TestZombieAndDeadlinePhasesRepeatTheirBatches: phases 2 and 3 also run
+// until a short batch, not one batch per sweep.
+func TestZombieAndDeadlinePhasesRepeatTheirBatches(t *testing.T) {
+	for _, c := range []struct {
+		name          string
+		zombieTimeout time.Duration
+		want          func(zombie.Result) int
+	}{
+		// Silent for 11 minutes: past the 10-minute zombie timeout.
+		{"Zombies", 10 * time.Minute, func(r zombie.Result) int { return r.Zombies }},
+		// A zombie timeout longer than the silence leaves them to phase 3:
+		// their 5-minute deadline has passed.
+		{"PastDeadline", time.Hour, func(r zombie.Result) int { return r.Expired }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := memstore.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+			s := memstore.New(memstore.WithClock(clock.Now))
+			stuck(t, s, clock, 25, true)
+			r, _ := zombie.New(s, zombie.Config{BatchSize: 10, ProcessingZombieTimeout: c.zombieTimeout})
+			res, err := r.Sweep(t.Context())
+			if err != nil || c.want(res) != 25 || res.Moved() != 25 {
+				t.Fatalf("sweep %+v %v, want all 25 in one sweep", res, err)
+			}
+			if n, _ := s.CountJobs(t.Context(), jobs.TableDLQ, jobs.Filter{}); n != 25 {
+				t.Fatalf("%d dead letters, want 25", n)
+			}
+		})
+	}
+}
+
+// TestAPanickingHookDoesNotEndTheLoop: OnSweep is user code; when it
+// panics inside the running loop, the sweep counts as failed and the loop
+// keeps sweeping.
+func TestAPanickingHookDoesNotEndTheLoop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int64
+		r, err := zombie.New(memstore.New(), zombie.Config{ScanInterval: time.Second, OnSweep: func(zombie.Result, error) {
+			if calls.Add(1) == 1 {
+				panic("hook bug")
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3500 * time.Millisecond)
+		if c := r.Counters(); calls.Load() < 3 || c.FailedSweeps != 1 {
+			t.Fatalf("hook ran %d times, counters %+v: want the loop alive after one failed sweep", calls.Load(), c)
+		}
+		if err := r.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

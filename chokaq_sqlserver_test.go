@@ -1,0 +1,141 @@
+package chokaq_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+func TestMain(m *testing.M) { os.Exit(sqlservertest.Main(m)) }
+
+// sqlClient starts a Client on a fresh schema of the test server.
+func sqlClient(t *testing.T, dsn, name string, reg *processor.Registry, tune func(*chokaq.Config)) *chokaq.Client {
+	t.Helper()
+	cfg := chokaq.Config{ConnectionString: dsn, Schema: name}
+	cfg.Processor.PollInterval = 50 * time.Millisecond
+	cfg.Rescue.ScanInterval = 100 * time.Millisecond
+	if tune != nil {
+		tune(&cfg)
+	}
+	c, err := chokaq.New(t.Context(), cfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = c.Stop(ctx)
+	})
+	return c
+}
+
+// TestSQLServerClientEnqueueTx: through the facade, a job enqueued in the
+// caller's transaction never runs if the caller rolls back, and runs once
+// the caller commits.
+func TestSQLServerClientEnqueueTx(t *testing.T) {
+	dsn, name := sqlservertest.NewSchema(t)
+	ran := make(chan int64, 4)
+	reg := processor.NewRegistry()
+	reg.MustHandle("tx", func(_ context.Context, j *processor.Job) error { ran <- j.ID; return nil })
+	c := sqlClient(t, dsn, name, reg, nil)
+
+	db, err := sql.Open("sqlserver", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	for _, commit := range []bool{false, true} {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.EnqueueTx(ctx, tx, jobs.EnqueueParams{Type: "tx"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !commit {
+			if _, err := c.Store().GetJob(ctx, r.ID); !errors.Is(err, jobs.ErrJobNotFound) {
+				t.Fatalf("rolled-back job %d: GetJob = %v, want ErrNotFound", r.ID, err)
+			}
+			continue
+		}
+		select {
+		case id := <-ran:
+			if id != r.ID {
+				t.Fatalf("ran job %d, want the committed job %d", id, r.ID)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the committed job %d never ran", r.ID)
+		}
+	}
+	select {
+	case id := <-ran:
+		t.Fatalf("job %d ran too: only the committed job may", id)
+	default:
+	}
+}
+
+// TestSQLServerSingleRescuer: two Clients on one schema with SingleRescuer
+// sweep one at a time; when the leader stops, the other takes over.
+func TestSQLServerSingleRescuer(t *testing.T) {
+	dsn, name := sqlservertest.NewSchema(t)
+	var swept [2]atomic.Int64
+	rescuer := func(i int) *chokaq.Client {
+		return sqlClient(t, dsn, name, processor.NewRegistry(), func(c *chokaq.Config) {
+			c.DisableProcessor, c.SingleRescuer = true, true
+			c.Rescue.OnSweep = func(res zombie.Result, err error) {
+				if err == nil && !res.Skipped {
+					swept[i].Add(1)
+				}
+			}
+		})
+	}
+	a, b := rescuer(0), rescuer(1)
+	waitUntil(t, "one rescuer sweeping", func() bool { return swept[0].Load()+swept[1].Load() >= 5 })
+	leader, other := a, b
+	if swept[1].Load() > 0 {
+		leader, other = b, a
+	}
+	if swept[0].Load() > 0 && swept[1].Load() > 0 {
+		t.Fatalf("both rescuers swept (%d and %d) while both ran", swept[0].Load(), swept[1].Load())
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := leader.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the follower takes over", func() bool { return other.Rescuer().Counters().Sweeps > 0 })
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
