@@ -97,7 +97,33 @@ func TestClaimLockFootprint(t *testing.T) {
 	if err != nil || len(got) != 20 {
 		t.Fatalf("claim: %d jobs, %v", len(got), err)
 	}
-	rows, err := tx.QueryContext(ctx, `
+	pkKeys := 0
+	for _, l := range heldLocks(t, tx) {
+		switch {
+		case l.typ == "OBJECT" && l.mode != "IX" && l.mode != "IS" && l.mode != "Sch-S":
+			t.Errorf("claim holds a %s lock on a table: READPAST cannot skip it", l.mode)
+		case l.typ == "HOBT":
+			t.Errorf("claim holds a %s partition (HoBT) lock: escalation", l.mode)
+		case l.typ == "KEY" && l.index == "PK_JobsHot":
+			pkKeys += l.n
+		}
+	}
+	if pkKeys != 20 {
+		t.Fatalf("claim holds %d key locks on PK_JobsHot, want 20 (one per claimed row)", pkKeys)
+	}
+}
+
+// lockCount is one group of the locks a session holds.
+type lockCount struct {
+	typ, mode, index string
+	n                int
+}
+
+// heldLocks reads the locks tx's session holds in this database, grouped by
+// resource type, mode and index.
+func heldLocks(t *testing.T, tx *sql.Tx) []lockCount {
+	t.Helper()
+	rows, err := tx.QueryContext(t.Context(), `
 SELECT l.resource_type, l.request_mode, ISNULL(i.name, N''), COUNT(*)
 FROM sys.dm_tran_locks AS l
 LEFT JOIN sys.partitions AS p ON l.resource_type IN ('KEY', 'PAGE', 'HOBT') AND p.hobt_id = l.resource_associated_entity_id
@@ -108,25 +134,77 @@ GROUP BY l.resource_type, l.request_mode, i.name`)
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	pkKeys := 0
+	var out []lockCount
 	for rows.Next() {
-		var typ, mode, index string
-		var n int
-		if err := rows.Scan(&typ, &mode, &index, &n); err != nil {
+		var l lockCount
+		if err := rows.Scan(&l.typ, &l.mode, &l.index, &l.n); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s %s %s: %d", typ, mode, index, n)
-		switch {
-		case typ == "OBJECT" && mode != "IX" && mode != "IS" && mode != "Sch-S":
-			t.Errorf("claim holds a %s lock on a table: READPAST cannot skip it", mode)
-		case typ == "HOBT":
-			t.Errorf("claim holds a %s partition (HoBT) lock: escalation", mode)
-		case typ == "KEY" && index == "PK_JobsHot":
-			pkKeys += n
+		t.Logf("%s %s %s: %d", l.typ, l.mode, l.index, l.n)
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestRescueLockFootprint: one phase-2 batch of the default size (500 rows)
+// moves its rows with key locks only, well below the ~5,000 locks at which
+// SQL Server escalates to a table lock that READPAST could not skip.
+func TestRescueLockFootprint(t *testing.T) {
+	const batch = 500
+	s := openTestStore(t)
+	ctx := t.Context()
+	ps := make([]jobs.EnqueueParams, batch+100)
+	for i := range ps {
+		ps[i] = jobs.EnqueueParams{Type: "lock.test"}
+	}
+	if _, err := s.EnqueueMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{jobs.DefaultQueue}, Limit: len(ps)})
+	if err != nil || len(got) != len(ps) {
+		t.Fatalf("claim: %d jobs, %v", len(got), err)
+	}
+	for _, j := range got {
+		if _, err := s.Start(ctx, j.Ref(), jobs.StartParams{DefaultTimeout: time.Hour}); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if pkKeys != 20 {
-		t.Fatalf("claim holds %d key locks on PK_JobsHot, want 20 (one per claimed row)", pkKeys)
+	time.Sleep(50 * time.Millisecond) // every heartbeat is now older than the 1 ms timeout
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, s.q.rescueZombies, named("limit", int64(batch)), named("timeoutMs", int64(1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := 0
+	for rows.Next() {
+		moved++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	if moved != batch {
+		t.Fatalf("rescued %d rows, want one batch of %d", moved, batch)
+	}
+	total := 0
+	for _, l := range heldLocks(t, tx) {
+		total += l.n
+		switch {
+		case l.typ == "OBJECT" && l.mode != "IX" && l.mode != "IS" && l.mode != "Sch-S":
+			t.Errorf("rescue holds a %s lock on a table: escalation", l.mode)
+		case l.typ == "HOBT":
+			t.Errorf("rescue holds a %s partition (HoBT) lock: escalation", l.mode)
+		}
+	}
+	if total >= 5000 {
+		t.Fatalf("one rescue batch holds %d locks, want well under the 5,000 escalation threshold", total)
 	}
 }
 
