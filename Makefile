@@ -53,6 +53,6 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee bench.out
 
 ## run: the demo on the in-memory store (or on SQL Server when
-## CHOKAQ__CONNECTIONSTRING is set); finishes by itself in about 15 seconds.
+## CHOKAQ__CONNECTIONSTRING is set); finishes by itself in about 10 seconds.
 run:
 	$(GO) run ./cmd/chokaq demo
