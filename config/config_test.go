@@ -248,7 +248,8 @@ func TestProcessorConfig(t *testing.T) {
 		DefaultTimeout: time.Hour, HeartbeatIntervalMin: 5 * time.Second, HeartbeatIntervalMax: 7 * time.Second,
 		HeartbeatFailureThreshold: 4, CancelOnHeartbeatFailure: true, ShutdownTimeout: time.Minute,
 		FetchedJobTimeout: 3 * time.Minute,
-		Retry:             processor.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3},
+		// custom() leaves JitterMaxDelay at 0s, which in a file means no jitter.
+		Retry: processor.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: processor.NoJitter},
 	}
 	got := c.ProcessorConfig()
 	if !reflect.DeepEqual(got, want) {
