@@ -188,11 +188,11 @@ func readFile(path string, required bool) ([]setting, error) {
 		if pe, ok := errors.AsType[viper.ConfigParseError](err); ok {
 			err = pe.Unwrap()
 		}
-		return nil, fmt.Errorf("%w: %s: %w", ErrSyntax, path, err)
+		return nil, syntaxError(path, b, err)
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrSyntax, path, err)
+		return nil, syntaxError(path, b, err)
 	}
 	spelled := map[string][]string{}
 	if err := spell(&doc, "", nil, path, spelled); err != nil {

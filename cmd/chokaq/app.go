@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"text/tabwriter"
 
@@ -193,6 +194,11 @@ func (a *app) loadConfig() (*config.Config, error) {
 		overrides["Schema"] = a.schemaName
 	}
 	cfg, err := config.Load(config.Options{Dir: a.configDir, File: a.configFile, Environment: a.environment, Env: a.env, Overrides: overrides})
+	if errors.Is(err, fs.ErrNotExist) {
+		// A --config file or an environment overlay that is not there is
+		// the operator's configuration, not a failure of the system.
+		return nil, &usageError{err}
+	}
 	if err != nil {
 		return nil, err
 	}

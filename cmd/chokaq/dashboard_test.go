@@ -4,7 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -51,6 +54,17 @@ var listeningOn = regexp.MustCompile(`listening on http://([^/]+)/`)
 // listens.
 func startDashboard(t *testing.T, env []string, args ...string) *server {
 	t.Helper()
+	s, err := tryStartDashboard(t, env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tryStartDashboard is startDashboard that returns an error when the
+// command exits, or says nothing, before it listens.
+func tryStartDashboard(t *testing.T, env []string, args ...string) (*server, error) {
+	t.Helper()
 	dir := t.TempDir()
 	s := &server{cmd: exec.Command(binary, append([]string{"dashboard"}, args...)...), stdout: &lockedBuffer{}}
 	s.cmd.Dir = dir
@@ -70,7 +84,9 @@ func startDashboard(t *testing.T, env []string, args ...string) *server {
 		}
 	})
 	found := make(chan string, 1)
+	ended := make(chan struct{})
 	go func() {
+		defer close(ended)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			line := sc.Text()
@@ -85,10 +101,13 @@ func startDashboard(t *testing.T, env []string, args ...string) *server {
 		// A wildcard address is reached through loopback.
 		addr = strings.Replace(strings.Replace(addr, "0.0.0.0", "127.0.0.1", 1), "[::]", "127.0.0.1", 1)
 		s.url = "http://" + addr
+		return s, nil
+	case <-ended:
+		err := s.cmd.Wait() // stderr is complete once Wait returns
+		return nil, fmt.Errorf("the dashboard exited before listening: %v\n%s\n%s", err, s.stdout.String(), s.stderr.String())
 	case <-time.After(20 * time.Second):
-		t.Fatalf("the dashboard did not start:\n%s\n%s", s.stdout.String(), s.stderr.String())
+		return nil, fmt.Errorf("the dashboard did not start:\n%s", s.stdout.String())
 	}
-	return s
 }
 
 func (s *server) get(t *testing.T, path string, header ...string) (int, string) {
@@ -182,8 +201,24 @@ func TestDashboardServesEveryPageOnTheDemoData(t *testing.T) {
 		if code, _ := s.get(t, "/healthz"); code != http.StatusOK {
 			t.Fatalf("GET /healthz: %d", code)
 		}
-		if code, body := s.get(t, "/readyz"); code != http.StatusOK && code != http.StatusServiceUnavailable || !strings.Contains(body, "store") {
-			t.Fatalf("GET /readyz: %d %s", code, body)
+		// The demo runs a healthy processor and the rescue loop on a store
+		// that cannot fail: every check passes.
+		wantReady(t, s, "store", "rescue", "heartbeats")
+
+		// The inspector of one of those dead letters.
+		_, dead := s.get(t, "/dead")
+		m := regexp.MustCompile(`href="/job/(\d+)" class="inspect"`).FindStringSubmatch(dead)
+		if m == nil {
+			t.Fatalf("no inspector link on /dead:\n%s", dead)
+		}
+		code, body := s.get(t, "/job/"+m[1])
+		for _, want := range []string{`id="job-state"`, `id="error-details"`, `id="payload"`, "Resurrect job " + m[1]} {
+			if code != http.StatusOK || !strings.Contains(body, want) {
+				t.Fatalf("GET /job/%s: %d, want %q in:\n%s", m[1], code, want, body)
+			}
+		}
+		if code, _ := s.get(t, "/job/999999999"); code != http.StatusNotFound {
+			t.Fatalf("GET /job/ of an unknown job: %d", code)
 		}
 	}
 	s.stop(t)
@@ -262,7 +297,7 @@ func TestDashboardGuardsMetricsAndReadiness(t *testing.T) {
 	if res := get("/metrics", true); res.StatusCode != http.StatusOK {
 		t.Fatalf("GET /metrics with credentials: %d", res.StatusCode)
 	}
-	if res := get("/readyz", true); res.StatusCode != http.StatusOK && res.StatusCode != http.StatusServiceUnavailable {
+	if res := get("/readyz", true); res.StatusCode != http.StatusOK {
 		t.Fatalf("GET /readyz with credentials: %d", res.StatusCode)
 	}
 	if res := get("/healthz", false); res.StatusCode != http.StatusOK {
@@ -299,4 +334,60 @@ func TestDashboardServerTimeouts(t *testing.T) {
 	if srv.ReadHeaderTimeout <= 0 || srv.ReadTimeout <= 0 || srv.ReadTimeout > time.Minute {
 		t.Fatalf("ReadHeaderTimeout %v, ReadTimeout %v", srv.ReadHeaderTimeout, srv.ReadTimeout)
 	}
+}
+
+// wantReady asserts that /readyz answers 200, ready, with each named check
+// run and passing.
+func wantReady(t *testing.T, s *server, checks ...string) {
+	t.Helper()
+	code, body := s.get(t, "/readyz")
+	var rep struct {
+		Status string
+		Checks []struct {
+			Name string
+			OK   bool
+		}
+	}
+	if err := json.Unmarshal([]byte(body), &rep); code != http.StatusOK || err != nil || rep.Status != "ready" {
+		t.Fatalf("GET /readyz: %d %v\n%s", code, err, body)
+	}
+	passed := map[string]bool{}
+	for _, c := range rep.Checks {
+		passed[c.Name] = c.OK
+	}
+	for _, name := range checks {
+		if !passed[name] {
+			t.Fatalf("GET /readyz: check %q missing or failing:\n%s", name, body)
+		}
+	}
+}
+
+// Without --addr the dashboard listens on 127.0.0.1:8080, never on every
+// interface: it can resurrect and purge jobs.
+func TestDashboardListensOnLoopbackByDefault(t *testing.T) {
+	def := (&app{}).dashboardCommand().Flags().Lookup("addr").DefValue
+	if host, _, err := net.SplitHostPort(def); err != nil || host != "127.0.0.1" {
+		t.Fatalf("--addr defaults to %q", def)
+	}
+	// The default port may be taken on this machine; then the flag's
+	// default above is all that can be checked.
+	ln, err := net.Listen("tcp", def)
+	if err != nil {
+		t.Skipf("%s is taken (%v); not starting the dashboard on it", def, err)
+	}
+	ln.Close()
+	s, err := tryStartDashboard(t, nil)
+	if err != nil {
+		if strings.Contains(err.Error(), "address already in use") {
+			t.Skipf("%s was taken meanwhile: %v", def, err)
+		}
+		t.Fatal(err)
+	}
+	if s.url != "http://127.0.0.1:8080" {
+		t.Fatalf("listening on %s, want http://127.0.0.1:8080\n%s", s.url, s.stdout.String())
+	}
+	if code, _ := s.get(t, "/"); code != http.StatusOK {
+		t.Fatalf("GET / on the default address: %d", code)
+	}
+	s.stop(t)
 }

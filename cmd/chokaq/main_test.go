@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
 )
 
@@ -106,7 +108,18 @@ func TestBadInputGivesOneMessageAndTheRightExitCode(t *testing.T) {
 		{"UnknownFlag", nil, []string{"stats", "--bogus"}, exitUsage, []string{"unknown flag: --bogus"}},
 		{"MissingArgument", nil, []string{"dlq", "show"}, exitUsage, []string{"accepts 1 arg"}},
 		{"BadOutputFormat", nil, []string{"stats", "-o", "xml"}, exitUsage, []string{"--output", "table or json"}},
-		{"YAMLSyntaxError", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurrency: [1,\n") }, []string{"stats"}, exitUsage, []string{"line"}},
+		// The line is the one to fix, quoted; yaml.v3 alone says "line 3"
+		// for the bracket and "line 1" for the indentation.
+		{"YAMLSyntaxError", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurrency: [1,\n") },
+			[]string{"stats"}, exitUsage, []string{`appsettings.yaml: line 3: did not find expected node content: "    Concurrency: [1,"`}},
+		{"YAMLUnclosedBracket", func(t *testing.T) string {
+			return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurrency: 5\n  Queues: [default\n  Schema: x\n")
+		}, []string{"stats"}, exitUsage, []string{`appsettings.yaml: line 4: did not find expected ',' or ']': "  Queues: [default"`}},
+		{"YAMLBadIndentation", func(t *testing.T) string {
+			return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurrency: 5\n   PrefetchSize: 5\n")
+		}, []string{"stats"}, exitUsage, []string{`appsettings.yaml: line 4: did not find expected key: "   PrefetchSize: 5"`}},
+		{"YAMLTab", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Schema: x\n\tStorage: memory\n") },
+			[]string{"stats"}, exitUsage, []string{`appsettings.yaml: line 3: found a tab character that violates indentation: "\tStorage: memory"`}},
 		{"WrongType", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurrency: ten\n") }, []string{"stats"}, exitUsage, []string{"Concurrency", "ten"}},
 		{"ValueOutOfRange", func(t *testing.T) string {
 			return writeSettings(t, "ChokaQ:\n  Execution:\n    HeartbeatIntervalMin: 20s\n")
@@ -114,6 +127,10 @@ func TestBadInputGivesOneMessageAndTheRightExitCode(t *testing.T) {
 		{"UnknownKeyWithSuggestion", func(t *testing.T) string { return writeSettings(t, "ChokaQ:\n  Execution:\n    Concurency: 4\n") }, []string{"stats"}, exitUsage, []string{"did you mean", "Concurrency"}},
 		{"MissingConnectionString", nil, []string{"migrate", "up"}, exitUsage, []string{"needs SQL Server", "CHOKAQ__CONNECTIONSTRING"}},
 		{"UnreachableServer", nil, []string{"--connection-string", "sqlserver://sa:Sup3rSecret@127.0.0.1:1?dial+timeout=2&connection+timeout=3", "stats"}, exitRuntime, []string{"cannot reach SQL Server"}},
+		{"UnreachableServerADOForm", nil, []string{"--connection-string", "Server=127.0.0.1;Port=1;User Id=sa;Password=Sup3rSecret;Dial Timeout=2;Connection Timeout=3", "stats"},
+			exitRuntime, []string{"cannot reach SQL Server at Server=127.0.0.1;Port=1;User Id=sa;Password=xxxxx;"}},
+		{"UnreachableServerQuotedPassword", nil, []string{"--connection-string", `Server=127.0.0.1;Port=1;Password="Sup3rSecret;x";Dial Timeout=2`, "stats"},
+			exitRuntime, []string{"cannot reach SQL Server at Server=127.0.0.1;Port=1;Password=xxxxx;Dial Timeout=2"}},
 		{"InvalidPayload", nil, []string{"enqueue", "--type", "t", "--payload", "{not json"}, exitUsage, []string{"not valid JSON"}},
 		{"NegativeDelay", nil, []string{"enqueue", "--type", "t", "--delay", "-5s"}, exitUsage, []string{"delay", "must not be negative"}},
 		{"BadReason", nil, []string{"dlq", "list", "--reason", "sleepy"}, exitUsage, []string{"--reason"}},
@@ -194,7 +211,9 @@ func TestEnqueuePayloadSources(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "p.json")
 	os.WriteFile(file, []byte(`{"from":"file"}`), 0o644)
 	wantExit(t, runIn(t, s, "", "enqueue", "--type", "mail", "--payload-file", file), exitOK)
+	before := time.Now()
 	wantExit(t, runIn(t, s, `{"from":"stdin"}`, "enqueue", "--type", "mail", "--payload-file", "-", "--delay", "1h"), exitOK)
+	after := time.Now()
 	dup := runIn(t, s, "", "enqueue", "--type", "mail", "--queue", "q1", "--key", "k1", "-o", "json")
 	wantExit(t, dup, exitOK)
 	var res jobs.EnqueueResult
@@ -205,14 +224,29 @@ func TestEnqueuePayloadSources(t *testing.T) {
 	if len(page.Jobs) != 3 {
 		t.Fatalf("%d jobs", len(page.Jobs))
 	}
-	payloads := map[string]bool{}
+	byPayload := map[string]*jobs.Job{}
 	for _, j := range page.Jobs {
-		payloads[string(j.Payload)] = true
+		byPayload[string(j.Payload)] = j
 	}
 	for _, p := range []string{`{"a":1}`, `{"from":"file"}`, `{"from":"stdin"}`} {
-		if !payloads[p] {
-			t.Fatalf("payload %s missing: %v", p, payloads)
+		if byPayload[p] == nil {
+			t.Fatalf("payload %s missing: %v", p, byPayload)
 		}
+	}
+	// The flags reach the stored job, not only the command line.
+	if j := byPayload[`{"a":1}`]; j.Queue != "q1" || j.Priority != 5 || j.IdempotencyKey != "k1" || !slices.Equal(j.Tags, []string{"x"}) ||
+		j.CreatedBy != "chokaq-cli" || j.MaxAttempts != 3 || !j.ScheduledAt.Equal(j.CreatedAt) {
+		t.Fatalf("enqueued with --queue q1 --priority 5 --tag x --key k1: %+v", j)
+	}
+	if j := byPayload[`{"from":"file"}`]; j.Queue != jobs.DefaultQueue || j.Priority != 0 || !j.ScheduledAt.Equal(j.CreatedAt) {
+		t.Fatalf("enqueued with the defaults: %+v", j)
+	}
+	if j := byPayload[`{"from":"stdin"}`]; j.Status != jobs.StatusPending || j.ScheduledAt.Before(before.Add(time.Hour)) || j.ScheduledAt.After(after.Add(time.Hour)) {
+		t.Fatalf("enqueued with --delay 1h between %v and %v: scheduled at %v, %+v", before, after, j.ScheduledAt, j)
+	}
+	// A delayed job is counted as scheduled, not due.
+	if st, _ := s.QueueStats(context.Background()); len(st) != 2 || st[0].Queue != "default" || st[0].Pending != 1 || st[0].Scheduled != 1 {
+		t.Fatalf("stats after enqueue: %+v", st)
 	}
 	wantExit(t, runIn(t, s, "", "enqueue", "--type", "mail", "--payload-file", "/no/such/file"), exitUsage, "--payload-file")
 }
@@ -378,18 +412,141 @@ func TestSQLServerMigrateAndOperate(t *testing.T) {
 	wantExit(t, cli("migrate", "down"), exitOK)
 }
 
-// purgeFailsAfter lets the first n purge batches through and fails the rest.
-type purgeFailsAfter struct {
+// TestSQLServerRescueLoop runs `rescue --loop` as the standalone
+// maintenance process it is meant to be: a job claimed by a worker that
+// then vanished goes back to Pending while the loop runs, and Ctrl-C ends
+// the loop cleanly (skipped without a server).
+func TestSQLServerRescueLoop(t *testing.T) {
+	dsn := sqlservertest.DSN(t)
+	name := sqlservertest.UniqueName("chokaq_rescue")
+	t.Cleanup(func() { sqlservertest.DropSchema(t, dsn, name) })
+	wantExit(t, runBinary(t, "", "", "--connection-string", dsn, "--schema", name, "migrate", "up"), exitOK)
+
+	ctx := context.Background()
+	s, err := sqlserver.Open(ctx, dsn, sqlserver.WithSchema(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Type: "t", Payload: []byte(`{"n":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "vanished", Queues: []string{jobs.DefaultQueue}, Limit: 1})
+	if err != nil || len(claimed) != 1 || claimed[0].Status != jobs.StatusFetched {
+		t.Fatalf("claim: %+v %v", claimed, err)
+	}
+	id := claimed[0].ID
+
+	b := startBinary(t, "--connection-string", dsn, "--schema", name,
+		"--set", "Recovery.ScanInterval=1s", "--set", "Recovery.FetchedJobTimeout=3s", "rescue", "--loop")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		j, err := s.GetJob(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Table == jobs.TableHot && j.Status == jobs.StatusPending {
+			break
+		}
+		if b.exited() {
+			t.Fatalf("the rescue loop exited: %d", b.wait(t, time.Second))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d still %v in %v after 30s of rescue --loop", id, j.Status, j.Table)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err := b.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(t, 40*time.Second); code != exitOK {
+		t.Fatalf("exit %d after interrupt\nstdout: %s\nstderr: %s", code, b.out, b.err)
+	}
+	if out := b.out.String(); !strings.Contains(out, "rescue loop stopped after") || !strings.Contains(out, "recovered 1,") {
+		t.Fatalf("stdout: %s\nstderr: %s", out, b.err)
+	}
+}
+
+// TestSQLServerDemo runs `chokaq demo` with the connection string in the
+// environment, as make run does with one set: it migrates a schema that
+// does not exist yet, then shows the same story as on the in-memory store
+// (skipped without a server).
+func TestSQLServerDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the demo takes about 15 seconds")
+	}
+	dsn := sqlservertest.DSN(t)
+	name := sqlservertest.UniqueName("chokaq_demo")
+	t.Cleanup(func() { sqlservertest.DropSchema(t, dsn, name) })
+	env := []string{"CHOKAQ__CONNECTIONSTRING=" + dsn, "CHOKAQ__SCHEMA=" + name}
+	dir := t.TempDir()
+
+	r := runBinaryEnv(t, dir, env, "demo", "-o", "json")
+	wantExit(t, r, exitOK, "migrating schema "+name)
+	var sum demoSummary
+	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
+		t.Fatalf("stdout is not the JSON summary: %v\n%s", err, r.stdout)
+	}
+	if !strings.HasPrefix(sum.Store, "SQL Server (") || sum.Store != "SQL Server ("+sqlserver.RedactDSN(dsn)+")" {
+		t.Fatalf("store %q", sum.Store)
+	}
+	if sum.DeadZombie != 1 || sum.DeadTimeout != 1 || sum.RecoveredFetched != 2 || sum.Retried < 10 ||
+		sum.Processed != int64(sum.Enqueued)-1 || sum.ResurrectedOutcome != "succeeded on attempt 1" {
+		t.Fatalf("summary %+v", sum)
+	}
+	if took := sum.Took; took > time.Minute {
+		t.Fatalf("demo took %v, want under a minute", took)
+	}
+
+	// What the demo did is in the database, not only in its report.
+	st := runBinaryEnv(t, dir, env, "migrate", "status", "-o", "json")
+	wantExit(t, st, exitOK)
+	if !strings.Contains(st.stdout, `"state": "up to date"`) {
+		t.Fatalf("status: %s", st.stdout)
+	}
+	js := runBinaryEnv(t, dir, env, "stats", "-o", "json")
+	wantExit(t, js, exitOK)
+	var stats []jobs.QueueStats
+	if err := json.Unmarshal([]byte(js.stdout), &stats); err != nil {
+		t.Fatalf("stats: %v\n%s", err, js.stdout)
+	}
+	var archived, dead int64
+	for _, q := range stats {
+		archived += q.Archived
+		dead += q.DeadLettered
+	}
+	if archived != sum.Processed || dead != sum.DeadZombie+sum.DeadTimeout-1 {
+		t.Fatalf("stats %+v after summary %+v", stats, sum)
+	}
+}
+
+// bulkFailsAfter lets the first n purge or resurrect batches through and
+// fails the rest.
+type bulkFailsAfter struct {
 	jobs.Store
 	n int
 }
 
-func (p *purgeFailsAfter) Purge(ctx context.Context, params jobs.PurgeParams) (int, error) {
-	if p.n == 0 {
-		return 0, errors.New("connection reset by peer")
+func (b *bulkFailsAfter) pass() error {
+	if b.n == 0 {
+		return errors.New("connection reset by peer")
 	}
-	p.n--
-	return p.Store.Purge(ctx, params)
+	b.n--
+	return nil
+}
+
+func (b *bulkFailsAfter) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
+	if err := b.pass(); err != nil {
+		return 0, err
+	}
+	return b.Store.Purge(ctx, p)
+}
+
+func (b *bulkFailsAfter) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, error) {
+	if err := b.pass(); err != nil {
+		return 0, err
+	}
+	return b.Store.Resurrect(ctx, p)
 }
 
 // TestBulkThatFailsMidwayReportsWhatItMoved: a purge whose second batch
@@ -397,7 +554,7 @@ func (p *purgeFailsAfter) Purge(ctx context.Context, params jobs.PurgeParams) (i
 func TestBulkThatFailsMidwayReportsWhatItMoved(t *testing.T) {
 	mem := memstore.New()
 	deadLetters(t, mem, "bulk", 1200, jobs.ReasonFatal)
-	r := runIn(t, &purgeFailsAfter{Store: mem, n: 1}, "", "dlq", "purge", "--all", "--yes")
+	r := runIn(t, &bulkFailsAfter{Store: mem, n: 1}, "", "dlq", "purge", "--all", "--yes")
 	wantExit(t, r, exitRuntime, "purge stopped after 500 of 1200 dead letters", "connection reset")
 	if n, _ := mem.CountJobs(context.Background(), jobs.TableDLQ, jobs.Filter{}); n != 700 {
 		t.Fatalf("%d dead letters left, want 700", n)
