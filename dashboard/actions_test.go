@@ -113,6 +113,39 @@ func TestResurrectSelectedNeedsTheCountTyped(t *testing.T) {
 	f.wantLogged("resurrect", "resurrected 2 dead letters (the 2 selected)")
 }
 
+// TestResurrectSelectedWithAnEditedPayload: the edited payload rides
+// through the confirmation step and replaces the payload of exactly the
+// selected jobs.
+func TestResurrectSelectedWithAnEditedPayload(t *testing.T) {
+	f := newFixture(t, Options{})
+	a := f.deadLetter("q", "t", `{"v":1}`, jobs.ReasonFatal, "bad input")
+	b := f.deadLetter("q", "t", `{"v":1}`, jobs.ReasonFatal, "bad input")
+	c := f.deadLetter("q", "t", `{"v":1}`, jobs.ReasonFatal, "bad input")
+	// Browsers send textarea line breaks as CRLF.
+	r := f.post("/dead/resurrect", urlValues("scope", "selected", "ids", fmt.Sprint(a), "ids", fmt.Sprint(c),
+		"edit_payload", "1", "payload", "{\r\n  \"v\": 2\r\n}"))
+	wantStatus(t, r, http.StatusOK, "Confirm: resurrect 2 dead letters", "with an edited payload", "New payload", `&#34;v&#34;: 2`)
+	form := confirmForm(t, r)
+	form.Set("confirm", "2")
+	flash := f.wantRedirect(f.postRaw("/dead/resurrect", form), "/dead")
+	if !strings.Contains(flash, "Resurrected 2 dead letters (the 2 selected) with an edited payload") {
+		t.Fatalf("flash %q", flash)
+	}
+	for id, want := range map[int64]struct {
+		table   jobs.Table
+		payload string
+	}{a: {jobs.TableHot, "{\n  \"v\": 2\n}"}, c: {jobs.TableHot, "{\n  \"v\": 2\n}"}, b: {jobs.TableDLQ, `{"v":1}`}} {
+		j, err := f.store.GetJob(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Table != want.table || string(j.Payload) != want.payload {
+			t.Errorf("job %d: %s %q, want %s %q", id, j.Table, j.Payload, want.table, want.payload)
+		}
+	}
+	f.wantLogged("resurrect", "resurrected 2 dead letters (the 2 selected) with an edited payload")
+}
+
 func TestResurrectAllMatchingAFilterWithAPayload(t *testing.T) {
 	f := newFixture(t, Options{})
 	var zombies []int64

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,6 +87,29 @@ func TestBrowserDeadLetterAppearsLiveIsInspectedAndResurrected(t *testing.T) {
 	}
 	screenshot(t, ctx, "dashboard-overview.png")
 
+	// A count follows the store without a reload: the page is marked, a job
+	// arrives, and the cells change under the mark.
+	cell := `tr[data-queue="reports"] [data-k="pending"]`
+	before, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(cell)))
+	must(t, err)
+	n, err := strconv.Atoi(before)
+	must(t, err)
+	total, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`[data-total="pending"]`)))
+	must(t, err)
+	m, err := strconv.Atoi(total)
+	must(t, err)
+	must(t, chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.chokaqMark = "before the job"`)))
+	f.enqueue("reports", "report.build", `{"report":"weekly"}`)
+	// Polling ends with an error on a navigation, so a reload fails here too.
+	must(t, chromedp.Do(ctx, chromedp.Poll[chromedp.Void](fmt.Sprintf(
+		`document.querySelector(%q).textContent === "%d" && document.querySelector('[data-total="pending"]').textContent === "%d"`, cell, n+1, m+1),
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(30*time.Second))))
+	mark, err := chromedp.Run(ctx, chromedp.Evaluate[string](`window.chokaqMark || ""`))
+	must(t, err)
+	if mark != "before the job" {
+		t.Fatal("the overview reloaded to show the new count")
+	}
+
 	// The dead-letter page: a job dies while it is open.
 	must(t, chromedp.Do(ctx, chromedp.Navigate(base+"/dead"), chromedp.WaitVisible(chromedp.CSS("#live.on"))))
 	f.worker = "web-2-51873"
@@ -120,6 +145,11 @@ func TestBrowserDeadLetterAppearsLiveIsInspectedAndResurrected(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Fatalf("inspector %s = %q, want %q", sel, got, want)
 		}
+	}
+	facts, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".facts")))
+	must(t, err)
+	if !regexp.MustCompile(`Attempts\s*3 of 3`).MatchString(facts) {
+		t.Fatalf("inspector attempts: %q", facts)
 	}
 	screenshot(t, ctx, "dashboard-inspector.png")
 

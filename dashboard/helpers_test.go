@@ -36,7 +36,14 @@ type fixture struct {
 // starts (to set a clock, for example).
 func newFixture(t *testing.T, opts Options, setup ...func(*Dashboard)) *fixture {
 	t.Helper()
-	f := &fixture{t: t, store: memstore.New(), worker: "worker-1"}
+	return newFixtureOn(t, memstore.New(), opts, setup...)
+}
+
+// newFixtureOn serves a new dashboard over store, for tests that need the
+// store's clock in hand.
+func newFixtureOn(t *testing.T, store *memstore.Store, opts Options, setup ...func(*Dashboard)) *fixture {
+	t.Helper()
+	f := &fixture{t: t, store: store, worker: "worker-1"}
 	core, logs := observer.New(zapcore.InfoLevel)
 	f.logs = logs
 	if opts.Logger == nil {

@@ -3,12 +3,18 @@ package dashboard
 import (
 	"context"
 	"fmt"
+	"html"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 )
 
 // seed fills the store with a little of everything.
@@ -220,4 +226,237 @@ func TestMountedUnderABasePath(t *testing.T) {
 	if _, err := New(f.store, Options{BasePath: "jobs"}); err == nil {
 		t.Fatal("a relative base path must be refused")
 	}
+}
+
+var (
+	rowID     = regexp.MustCompile(`<tr data-id="(\d+)"`)
+	olderLink = regexp.MustCompile(`<p class="paging"><a href="([^"]+)">older →</a></p>`)
+)
+
+// rowsOn returns the job IDs a list page shows, in order.
+func rowsOn(t *testing.T, body string) []int64 {
+	t.Helper()
+	var ids []int64
+	for _, m := range rowID.FindAllStringSubmatch(body, -1) {
+		id, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// olderURL is the page's "older →" link, as the browser would follow it;
+// "" when the page is the last.
+func olderURL(body string) string {
+	m := olderLink.FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return html.UnescapeString(m[1])
+}
+
+// TestActiveJobsFilterAndPage: every filter of the active list leaves some
+// seeded job out, so a filter that is ignored, or applied to the wrong
+// field, shows a different list; paging keeps the filter and ends.
+func TestActiveJobsFilterAndPage(t *testing.T) {
+	f := newFixture(t, Options{})
+	a1 := f.enqueue("a", "t1", `{}`)
+	a2 := f.enqueue("a", "t1", `{}`)
+	a3 := f.enqueue("a", "t2", `{}`)
+	b1 := f.enqueue("b", "t1", `{}`)
+	running := f.enqueue("b", "t3", `{}`)
+	f.start(running, "b") // b1 is claimed with it and given back, Pending
+	fetched := f.enqueue("c", "t1", `{}`)
+	if got, err := f.store.Claim(context.Background(), jobs.ClaimParams{WorkerID: "worker-2", Queues: []string{"c"}, Limit: 1}); err != nil || len(got) != 1 {
+		t.Fatalf("claim: %v %v", got, err)
+	}
+
+	cases := []struct {
+		query string
+		want  []int64 // newest first
+	}{
+		{"", []int64{fetched, running, b1, a3, a2, a1}},
+		{"queue=a", []int64{a3, a2, a1}},
+		{"type=t1", []int64{fetched, b1, a2, a1}},
+		{"status=Pending", []int64{b1, a3, a2, a1}},
+		{"status=Fetched", []int64{fetched}},
+		{"status=Processing", []int64{running}},
+		{"queue=a&type=t1", []int64{a2, a1}},
+		{"queue=b&status=Pending", []int64{b1}},
+		{"queue=c&type=t2", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.query, func(t *testing.T) {
+			r := f.get("/active?" + c.query)
+			wantStatus(t, r, http.StatusOK, fmt.Sprintf(`<span data-count="1">%d</span> matching`, len(c.want)))
+			if got := rowsOn(t, r.body); !slices.Equal(got, c.want) {
+				t.Fatalf("rows %v, want %v", got, c.want)
+			}
+		})
+	}
+
+	// Paging through a filtered list: the "older" link carries the filter
+	// and the page size, and the last page has no link.
+	r := f.get("/active?type=t1&limit=3")
+	if got := rowsOn(t, r.body); !slices.Equal(got, []int64{fetched, b1, a2}) {
+		t.Fatalf("first page %v", got)
+	}
+	next := olderURL(r.body)
+	if next == "" {
+		t.Fatalf("no older link:\n%s", r.body)
+	}
+	r = f.get(next)
+	wantStatus(t, r, http.StatusOK, `<span data-count="1">4</span> matching`, "newest first")
+	if got := rowsOn(t, r.body); !slices.Equal(got, []int64{a1}) {
+		t.Fatalf("second page (%s) %v", next, got)
+	}
+	if olderURL(r.body) != "" {
+		t.Fatalf("the last page links to an older one:\n%s", r.body)
+	}
+}
+
+func TestArchivePages(t *testing.T) {
+	f := newFixture(t, Options{})
+	var x []int64
+	for range 3 {
+		x = append(x, f.archive("x", "t", `{}`))
+	}
+	y := f.archive("y", "t", `{}`)
+	pages := [][]int64{{y, x[2]}, {x[1], x[0]}}
+	r := f.get("/archive?limit=2")
+	for i, want := range pages {
+		wantStatus(t, r, http.StatusOK, `<span data-count="1">4</span> succeeded jobs matching`)
+		if got := rowsOn(t, r.body); !slices.Equal(got, want) {
+			t.Fatalf("page %d: %v, want %v", i+1, got, want)
+		}
+		next := olderURL(r.body)
+		if i == len(pages)-1 {
+			if next != "" {
+				t.Fatalf("the last page links to %s", next)
+			}
+			break
+		}
+		r = f.get(next)
+	}
+	// With a filter, the pages hold only its rows.
+	r = f.get("/archive?queue=x&limit=2")
+	if got := rowsOn(t, r.body); !slices.Equal(got, []int64{x[2], x[1]}) {
+		t.Fatalf("filtered first page %v", got)
+	}
+	r = f.get(olderURL(r.body))
+	if got := rowsOn(t, r.body); !slices.Equal(got, []int64{x[0]}) || olderURL(r.body) != "" {
+		t.Fatalf("filtered last page %v:\n%s", got, r.body)
+	}
+}
+
+// clockedFixture is a fixture whose store runs on a clock the test moves.
+func clockedFixture(t *testing.T, start time.Time) (*fixture, *memstore.ManualClock) {
+	t.Helper()
+	clock := memstore.NewManualClock(start)
+	return newFixtureOn(t, memstore.New(memstore.WithClock(clock.Now)), Options{}), clock
+}
+
+// TestOverviewCountsEveryStatus: each count has its own number, so a
+// count shown in another's column fails; the lag is the oldest due job's
+// wait on the store's clock.
+func TestOverviewCountsEveryStatus(t *testing.T) {
+	f, clock := clockedFixture(t, time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	for range 4 {
+		f.archive("mail", "email.send", `{}`)
+	}
+	for range 3 {
+		f.deadLetter("mail", "email.send", `{}`, jobs.ReasonFatal, "x")
+	}
+	f.start(f.enqueue("mail", "email.send", `{}`), "mail")
+	for range 2 {
+		f.enqueue("mail", "email.send", `{}`)
+	}
+	if got, err := f.store.Claim(ctx, jobs.ClaimParams{WorkerID: "worker-2", Queues: []string{"mail"}, Limit: 2}); err != nil || len(got) != 2 {
+		t.Fatalf("claim: %v %v", got, err)
+	}
+	f.enqueue("mail", "email.send", `{}`) // oldest due: waits 90s
+	clock.Advance(time.Minute)
+	for range 4 {
+		f.enqueue("mail", "email.send", `{}`) // due 30s ago
+	}
+	if _, err := f.store.Enqueue(ctx, jobs.EnqueueParams{Queue: "mail", Type: "email.send", Delay: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(30 * time.Second)
+
+	c, err := f.dash.counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Queues) != 1 {
+		t.Fatalf("queues %+v", c.Queues)
+	}
+	want := queueCounts{Queue: "mail", State: "active", Pending: 5, Scheduled: 1, Fetched: 2, Processing: 1, Archived: 4, DeadLettered: 3,
+		LagSeconds: 90, Lag: "1m30s",
+		// The four archived 90s ago: none in the last minute, 4 in five.
+		PerSecond1m: 0, PerSecond5m: 4.0 / 300, Rate1m: "0", Rate5m: "0.01"}
+	if c.Queues[0] != want {
+		t.Fatalf("counts\n got  %+v\n want %+v", c.Queues[0], want)
+	}
+	want.Queue, want.State = "all queues", ""
+	if c.Total != want {
+		t.Fatalf("total\n got  %+v\n want %+v", c.Total, want)
+	}
+	wantStatus(t, f.get("/"), http.StatusOK,
+		`<td class="num" data-k="pending">5</td>`, `<td class="num" data-k="scheduled">1</td>`,
+		`<td class="num" data-k="fetched">2</td>`, `<td class="num" data-k="processing">1</td>`,
+		`data-k="archived">4</a>`, `data-k="dead">3</a>`, `<td class="num" data-k="lag">1m30s</td>`,
+		`<span class="n" data-total="processing">1</span>`, `<span class="n" data-total="dead">3</span>`,
+		`<span class="n" data-total="lag">1m30s</span>`)
+}
+
+// TestInspectorShowsAttemptsAndTimes: the facts of a job that died on its
+// last attempt are those of that attempt, each at its own instant.
+func TestInspectorShowsAttemptsAndTimes(t *testing.T) {
+	f, clock := clockedFixture(t, time.Date(2026, 3, 4, 10, 0, 0, 0, time.UTC))
+	ctx := context.Background()
+	res, err := f.store.Enqueue(ctx, jobs.EnqueueParams{Queue: "billing", Type: "payment.sync", Payload: []byte(`{}`), MaxAttempts: 3})
+	must(t, err)
+	id := res.ID
+	for _, step := range []struct{ wait, retryAfter time.Duration }{
+		{5 * time.Second, 30 * time.Second}, // attempt 1 at 10:00:05, fails at :07, due again 10:00:37
+		{33 * time.Second, time.Minute},     // attempt 2 at 10:00:40, fails at :42, due again 10:01:42
+	} {
+		clock.Advance(step.wait)
+		ref := f.start(id, "billing")
+		clock.Advance(2 * time.Second)
+		must(t, f.store.Retry(ctx, ref, jobs.RetryParams{Delay: step.retryAfter, Error: "timeout"}))
+	}
+	clock.Advance(78 * time.Second) // 10:02:00
+	f.worker = "worker-3"
+	ref := f.start(id, "billing") // deadline in a minute
+	clock.Advance(20 * time.Second)
+	_, err = f.store.Heartbeat(ctx, []jobs.LeaseRef{ref})
+	must(t, err)
+	clock.Advance(10 * time.Second)
+	must(t, f.store.DeadLetter(ctx, ref, jobs.DeadLetterParams{Reason: jobs.ReasonMaxRetriesExceeded, Details: "timeout"}))
+
+	wantStatus(t, f.get(fmt.Sprintf("/job/%d", id)), http.StatusOK,
+		"<dt>Attempts</dt><dd>3 of 3</dd>",
+		"<dt>Worker</dt><dd>worker-3</dd>",
+		"<dt>Created</dt><dd>2026-03-04 10:00:00",
+		"<dt>Due</dt><dd>2026-03-04 10:01:42</dd>",
+		"<dt>Started</dt><dd>2026-03-04 10:02:00</dd>",
+		"<dt>Heartbeat</dt><dd>2026-03-04 10:02:20</dd>",
+		"<dt>Deadline</dt><dd>2026-03-04 10:03:00</dd>",
+		"<dt>Finished</dt><dd>2026-03-04 10:02:30</dd>")
+
+	// A succeeded job also shows how long its attempt took.
+	clock.Advance(time.Minute)
+	done := f.enqueue("billing", "payment.sync", `{}`)
+	ref = f.start(done, "billing")
+	clock.Advance(2500 * time.Millisecond)
+	must(t, f.store.Complete(ctx, ref))
+	wantStatus(t, f.get(fmt.Sprintf("/job/%d", done)), http.StatusOK,
+		"Succeeded</span> after 1 attempt", "<dt>Attempts</dt><dd>1 of ",
+		"<dt>Started</dt><dd>2026-03-04 10:03:30</dd>",
+		"<dt>Finished</dt><dd>2026-03-04 10:03:32 (took 2.5s)</dd>")
 }

@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,6 +115,20 @@ func counts(hs map[string]metricdata.HistogramDataPoint[float64]) map[string]int
 		out[k] = int64(dp.Count)
 	}
 	return out
+}
+
+// wantSums compares histogram sums, in seconds, with durations. The points
+// are added in the order they were recorded, which concurrent workers may
+// vary, so the last bits of a float sum may differ: nothing more.
+func wantSums(t *testing.T, name string, got map[string]metricdata.HistogramDataPoint[float64], want map[string]time.Duration) {
+	t.Helper()
+	sums := map[string]float64{}
+	for k, dp := range got {
+		sums[k] = dp.Sum
+	}
+	if !maps.EqualFunc(sums, want, func(g float64, w time.Duration) bool { return math.Abs(g-w.Seconds()) < 1e-9 }) {
+		t.Errorf("%s:\n got  %v\n want %v", name, sums, want)
+	}
 }
 
 // wantValues compares per-attribute values exactly.

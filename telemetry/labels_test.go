@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
@@ -107,6 +110,31 @@ func TestOptionsAreChecked(t *testing.T) {
 	if _, err := telemetry.New(telemetry.Options{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestTheGlobalMeterProviderByDefault: without a MeterProvider option the
+// instruments are made on the global one, so an application that sets it
+// up once gets chokaq-go's metrics with the rest.
+func TestTheGlobalMeterProviderByDefault(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	previous := otel.GetMeterProvider()
+	otel.SetMeterProvider(provider)
+	// Restored for the tests after this one. (The process's first global,
+	// a stand-in, keeps delegating to provider once set, and provider is
+	// shut down: what is recorded through it goes nowhere.)
+	t.Cleanup(func() {
+		otel.SetMeterProvider(previous)
+		_ = provider.Shutdown(context.Background())
+	})
+
+	m, err := telemetry.New(telemetry.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.RecordEnqueued("q", "t", 2)
+	wantValues(t, "enqueued on the global provider", collect(t, reader).counter(t, "chokaq.jobs.enqueued"), map[string]int64{qt("q", "t"): 2})
 }
 
 // TestSweepsCountByResult: a loop that fails or is not the leader shows as

@@ -3,6 +3,9 @@ package telemetry_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -27,7 +30,7 @@ func processorConfig(id string, queues ...string) processor.Config {
 
 // TestMetricsOfAScriptedRun drives real processors and the rescue loop on
 // the in-memory store, in fake time, through every outcome, and checks
-// every instrument's exact values and labels:
+// every instrument's exact values and labels (histograms by count and sum):
 //
 //   - main: 3 succeed, 2 fail once then succeed, 1 fails permanently
 //     (Fatal), 1 fails both of its 2 attempts (MaxRetriesExceeded);
@@ -42,13 +45,16 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		m, reader := newTestMetrics(t, telemetry.Options{})
-		store := memstore.New()
-		enqueue := func(p jobs.EnqueueParams) {
+		mem := memstore.New()
+		store := &startLog{Store: mem, lag: map[string]time.Duration{}}
+		enqueue := func(p jobs.EnqueueParams) int64 {
 			t.Helper()
-			if _, err := store.Enqueue(ctx, p); err != nil {
+			r, err := store.Enqueue(ctx, p)
+			if err != nil {
 				t.Fatal(err)
 			}
 			m.RecordEnqueued(p.Queue, p.Type, 1)
+			return r.ID
 		}
 
 		// The vanished worker's job and the hanging worker's job.
@@ -61,7 +67,9 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 		if err != nil || len(hung) != 1 {
 			t.Fatalf("claim hang: %v %v", hung, err)
 		}
-		if _, err := store.Start(ctx, hung[0].Ref(), jobs.StartParams{DefaultTimeout: 30 * time.Second}); err != nil {
+		// Started by hand, not by a processor, so no lag is recorded for
+		// it: past startLog.
+		if _, err := mem.Start(ctx, hung[0].Ref(), jobs.StartParams{DefaultTimeout: 30 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 
@@ -76,17 +84,23 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 		}
 		defer rescuer.Stop(ctx) // also when a check fails, so the bubble can end
 
+		// Each type's handler takes its own time, in binary fractions of a
+		// second so that the duration sums below are exact.
 		reg := processor.NewRegistry()
-		reg.MustHandle("ok", func(context.Context, *processor.Job) error { return nil })
+		reg.MustHandle("ok", func(context.Context, *processor.Job) error { time.Sleep(250 * time.Millisecond); return nil })
 		reg.MustHandle("orphan", func(context.Context, *processor.Job) error { return nil })
 		reg.MustHandle("flaky", func(_ context.Context, j *processor.Job) error {
+			time.Sleep(125 * time.Millisecond)
 			if j.Attempt == 1 {
 				return errors.New("once")
 			}
 			return nil
 		})
-		reg.MustHandle("fatal", func(context.Context, *processor.Job) error { return processor.Permanent(errors.New("never")) })
-		reg.MustHandle("exhaust", func(context.Context, *processor.Job) error { return errors.New("always") })
+		reg.MustHandle("fatal", func(context.Context, *processor.Job) error {
+			time.Sleep(500 * time.Millisecond)
+			return processor.Permanent(errors.New("never"))
+		})
+		reg.MustHandle("exhaust", func(context.Context, *processor.Job) error { time.Sleep(time.Second); return errors.New("always") })
 		healthy, err := processor.New(store, reg, m.InstrumentProcessor(processorConfig("healthy", "main")))
 		if err != nil {
 			t.Fatal(err)
@@ -94,8 +108,11 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 		m.ObserveProcessor(healthy)
 
 		cut := faultstore.New(store)
+		var fragileRan atomic.Int64 // how long the fragile handler ran, in fake time
 		doomedReg := processor.NewRegistry()
 		doomedReg.MustHandle("fragile", func(ctx context.Context, _ *processor.Job) error {
+			began := time.Now()
+			defer func() { fragileRan.Store(int64(time.Since(began))) }()
 			cut.Cut()
 			<-ctx.Done()
 			return ctx.Err()
@@ -121,7 +138,7 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 		}
 		enqueue(jobs.EnqueueParams{Queue: "main", Type: "fatal"})
 		enqueue(jobs.EnqueueParams{Queue: "main", Type: "exhaust", MaxAttempts: 2})
-		enqueue(jobs.EnqueueParams{Queue: "fragile", Type: "fragile"})
+		fragile := enqueue(jobs.EnqueueParams{Queue: "fragile", Type: "fragile"})
 
 		// Phase 2 takes the fragile job a minute after its last beat; its
 		// worker's beats fail meanwhile and degrade.
@@ -178,11 +195,38 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 		wantValues(t, "rescue.archived", got.counter(t, "chokaq.rescue.archived"), map[string]int64{qt("fragile", "fragile"): 1})
 		wantValues(t, "rescue.deadline", got.counter(t, "chokaq.rescue.deadline"), map[string]int64{qt("stuck", "hang"): 1})
 
-		wantValues(t, "duration counts", counts(got.histogram(t, "chokaq.jobs.duration")), ran)
-		wantValues(t, "queue_lag counts", counts(got.histogram(t, "chokaq.jobs.queue_lag")), ran)
+		duration := got.histogram(t, "chokaq.jobs.duration")
+		wantValues(t, "duration counts", counts(duration), ran)
+		// The handler that failed only after a lost lease ran from its start
+		// until the store came back: longer than the zombie timeout.
+		if d := time.Duration(fragileRan.Load()); d <= time.Minute {
+			t.Errorf("the fragile handler ran %v, want over a minute", d)
+		}
+		wantSums(t, "duration sums", duration, map[string]time.Duration{
+			qt("main", "orphan"): 0, qt("main", "ok"): 3 * 250 * time.Millisecond, qt("main", "flaky"): 4 * 125 * time.Millisecond,
+			qt("main", "fatal"): 500 * time.Millisecond, qt("main", "exhaust"): 2 * time.Second,
+			qt("fragile", "fragile"): time.Duration(fragileRan.Load()),
+		})
+		queueLag := got.histogram(t, "chokaq.jobs.queue_lag")
+		wantValues(t, "queue_lag counts", counts(queueLag), ran)
+		// Each start's lag is the store's start time less the due time the
+		// store had for the job; which instants those are depends on the
+		// processor's polling, so they are read from the store.
+		wantSums(t, "queue_lag sums", queueLag, store.lags())
+		if store.lags()[qt("main", "orphan")] < time.Minute {
+			t.Errorf("the orphan's lag %v does not include the minute before its rescue", store.lags()[qt("main", "orphan")])
+		}
+
 		latency := got.histogram(t, "chokaq.rescue.detection_latency")
 		wantValues(t, "detection_latency counts", counts(latency), map[string]int64{
 			qrt("fragile", "Zombie", "fragile"): 1, qrt("stuck", "Timeout", "hang"): 1,
+		})
+		// From the last sign of life the store kept (the zombie's one
+		// heartbeat, the hung job's deadline) to the rescue that moved it.
+		zombieJob, deadlineJob := dead(t, mem, fragile), dead(t, mem, hung[0].ID)
+		wantSums(t, "detection_latency sums", latency, map[string]time.Duration{
+			qrt("fragile", "Zombie", "fragile"): zombieJob.FinishedAt.Sub(zombieJob.HeartbeatAt),
+			qrt("stuck", "Timeout", "hang"):     deadlineJob.FinishedAt.Sub(deadlineJob.DeadlineAt),
 		})
 		// The zombie went unnoticed for its timeout plus at most one scan
 		// interval; the hung job for at most one interval past its deadline.
@@ -191,11 +235,6 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 		}
 		if s := latency[qrt("stuck", "Timeout", "hang")].Sum; s < 0 || s > 10 {
 			t.Errorf("deadline detection latency %vs, want 0 to 10", s)
-		}
-		// The handler that failed only after a lost lease ran from its start
-		// until the store came back: longer than the zombie timeout.
-		if s := got.histogram(t, "chokaq.jobs.duration")[qt("fragile", "fragile")].Sum; s < 60 {
-			t.Errorf("fragile job duration %vs, want over 60", s)
 		}
 
 		wantValues(t, "running", got.gauge(t, "chokaq.processor.running"), map[string]int64{"": 0})
@@ -219,4 +258,43 @@ func TestMetricsOfAScriptedRun(t *testing.T) {
 			"result=ok": rescuer.Counters().Sweeps,
 		})
 	})
+}
+
+// startLog is a store that notes, for every start it passes on, how long
+// the job had been due by the store's clock: the lag the queue_lag
+// histogram must record, summed by queue and type.
+type startLog struct {
+	jobs.Store
+	mu  sync.Mutex
+	lag map[string]time.Duration
+}
+
+func (s *startLog) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
+	j, err := s.Store.GetJob(ctx, ref.ID)
+	if err != nil {
+		return jobs.Started{}, err
+	}
+	st, err := s.Store.Start(ctx, ref, p)
+	if err == nil {
+		s.mu.Lock()
+		s.lag[qt(j.Queue, j.Type)] += st.StartedAt.Sub(j.ScheduledAt)
+		s.mu.Unlock()
+	}
+	return st, err
+}
+
+func (s *startLog) lags() map[string]time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.lag)
+}
+
+// dead reads a job that must be in the DLQ.
+func dead(t *testing.T, s jobs.Store, id int64) *jobs.Job {
+	t.Helper()
+	j, err := s.GetJob(context.Background(), id)
+	if err != nil || j.Table != jobs.TableDLQ {
+		t.Fatalf("job %d: %+v %v, want a dead letter", id, j, err)
+	}
+	return j
 }

@@ -19,7 +19,6 @@ import (
 // scrapes /metrics and checks the names the exporter derives (the table in
 // docs/operations.md) with their values.
 func TestMetricsEndpointExposesPrometheusNames(t *testing.T) {
-	ctx := context.Background()
 	prom, err := telemetry.NewPrometheus()
 	if err != nil {
 		t.Fatal(err)
@@ -29,38 +28,7 @@ func TestMetricsEndpointExposesPrometheusNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := memstore.New()
-	if _, err := store.Enqueue(ctx, jobs.EnqueueParams{Queue: "q", Type: "t"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := processor.New(store, processor.NewRegistry(), processor.Config{Queues: []string{"q"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.ObserveProcessor(p)
-
-	now := time.Now()
-	job := func(id int64) *jobs.Job { return &jobs.Job{ID: id, Lease: 1, Queue: "q", Type: "t", ScheduledAt: now} }
-	m.RecordEnqueued("q", "t", 1)
-	for id, r := range []processor.Result{
-		{Outcome: processor.OutcomeSucceeded, Duration: 20 * time.Millisecond},
-		{Outcome: processor.OutcomeRetried, HandlerErr: context.DeadlineExceeded},
-		{Outcome: processor.OutcomeDeadLettered, Reason: jobs.ReasonFatal, HandlerErr: context.Canceled},
-		{Outcome: processor.OutcomeLeaseLost},
-	} {
-		j := job(int64(id + 1))
-		m.JobsClaimed([]*jobs.Job{j})
-		m.JobStarted(j, jobs.Started{StartedAt: now.Add(2 * time.Second)})
-		if r.Outcome == processor.OutcomeLeaseLost {
-			m.HeartbeatDegraded(j.Ref())
-		}
-		m.JobFinished(j, r)
-	}
-	for phase, reason := range map[zombie.Phase]jobs.FailureReason{zombie.PhaseFetched: 0, zombie.PhaseZombie: jobs.ReasonZombie, zombie.PhaseDeadline: jobs.ReasonTimeout} {
-		m.OnRescue(phase, jobs.Rescued{Queue: "q", Type: "t", Reason: reason, At: now, LastSeen: now.Add(-90 * time.Second)})
-	}
-	m.SampleDepthsAfterSweep(store, []string{"q"})(zombie.Result{}, nil)
-	m.OnSweep(zombie.Result{}, nil)
+	store := recordEveryInstrument(t, m)
 
 	mux := http.NewServeMux()
 	telemetry.Mount(mux, prom.MetricsHandler(), telemetry.NewHealth(telemetry.HealthConfig{Store: store}))
@@ -119,6 +87,47 @@ func TestMetricsEndpointExposesPrometheusNames(t *testing.T) {
 	if code, body := get(t, srv, "/readyz"); code != http.StatusOK {
 		t.Fatalf("/readyz: %d %s", code, body)
 	}
+}
+
+// recordEveryInstrument feeds m one scripted set of events that reaches
+// every instrument, with known values, and returns the store its depth
+// sample read (one Pending job of queue q).
+func recordEveryInstrument(t *testing.T, m *telemetry.Metrics) jobs.Store {
+	t.Helper()
+	ctx := context.Background()
+	store := memstore.New()
+	if _, err := store.Enqueue(ctx, jobs.EnqueueParams{Queue: "q", Type: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := processor.New(store, processor.NewRegistry(), processor.Config{Queues: []string{"q"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObserveProcessor(p)
+
+	now := time.Now()
+	job := func(id int64) *jobs.Job { return &jobs.Job{ID: id, Lease: 1, Queue: "q", Type: "t", ScheduledAt: now} }
+	m.RecordEnqueued("q", "t", 1)
+	for id, r := range []processor.Result{
+		{Outcome: processor.OutcomeSucceeded, Duration: 20 * time.Millisecond},
+		{Outcome: processor.OutcomeRetried, HandlerErr: context.DeadlineExceeded},
+		{Outcome: processor.OutcomeDeadLettered, Reason: jobs.ReasonFatal, HandlerErr: context.Canceled},
+		{Outcome: processor.OutcomeLeaseLost},
+	} {
+		j := job(int64(id + 1))
+		m.JobsClaimed([]*jobs.Job{j})
+		m.JobStarted(j, jobs.Started{StartedAt: now.Add(2 * time.Second)})
+		if r.Outcome == processor.OutcomeLeaseLost {
+			m.HeartbeatDegraded(j.Ref())
+		}
+		m.JobFinished(j, r)
+	}
+	for phase, reason := range map[zombie.Phase]jobs.FailureReason{zombie.PhaseFetched: 0, zombie.PhaseZombie: jobs.ReasonZombie, zombie.PhaseDeadline: jobs.ReasonTimeout} {
+		m.OnRescue(phase, jobs.Rescued{Queue: "q", Type: "t", Reason: reason, At: now, LastSeen: now.Add(-90 * time.Second)})
+	}
+	m.SampleDepthsAfterSweep(store, []string{"q"})(zombie.Result{}, nil)
+	m.OnSweep(zombie.Result{}, nil)
+	return store
 }
 
 // TestTwoExportersDoNotShareState: each Prometheus has its own registry.

@@ -1,0 +1,101 @@
+package telemetry_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/telemetry"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// TestBufferedGaugeCountsWaitingJobs: with its one worker busy, a processor
+// holds the rest of its claim in the buffer; the gauge reports that number,
+// not a constant, and drops to 0 once they have run.
+func TestBufferedGaugeCountsWaitingJobs(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m, reader := newTestMetrics(t, telemetry.Options{})
+		store := memstore.New()
+		for range 5 {
+			if _, err := store.Enqueue(ctx, jobs.EnqueueParams{Queue: "q", Type: "slow"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		release := make(chan struct{})
+		reg := processor.NewRegistry()
+		reg.MustHandle("slow", func(ctx context.Context, _ *processor.Job) error {
+			select {
+			case <-release:
+			case <-ctx.Done(): // Stop, when a check below fails
+			}
+			return nil
+		})
+		cfg := processorConfig("w", "q")
+		cfg.Concurrency = 1
+		p, err := processor.New(store, reg, m.InstrumentProcessor(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.ObserveProcessor(p)
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer p.Stop(ctx)
+		waitFor(t, time.Minute, "one job running, four buffered", func() bool {
+			st := p.Stats()
+			return st.Running == 1 && st.Buffered == 4
+		})
+		synctest.Wait()
+		got := collect(t, reader)
+		wantValues(t, "buffered", got.gauge(t, "chokaq.processor.buffered"), map[string]int64{"": p.Stats().Buffered}) // 4
+		wantValues(t, "running", got.gauge(t, "chokaq.processor.running"), map[string]int64{"": 1})
+
+		close(release)
+		waitFor(t, time.Minute, "all five done", func() bool { return p.Stats().Succeeded == 5 })
+		got = collect(t, reader)
+		wantValues(t, "buffered after", got.gauge(t, "chokaq.processor.buffered"), map[string]int64{"": 0})
+		wantValues(t, "running after", got.gauge(t, "chokaq.processor.running"), map[string]int64{"": 0})
+	})
+}
+
+// TestDepthSampleCountsEachStatus: every status has its own count in the
+// store, so a sample that reports one status under another's label fails.
+func TestDepthSampleCountsEachStatus(t *testing.T) {
+	ctx := context.Background()
+	m, reader := newTestMetrics(t, telemetry.Options{})
+	s := memstore.New()
+	enqueue := func(queue string, n int) {
+		t.Helper()
+		for range n {
+			if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Queue: queue, Type: "t"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// claim takes n jobs of queue and starts the first of them.
+	claim := func(queue string, n int) {
+		t.Helper()
+		got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{queue}, Limit: n})
+		if err != nil || len(got) != n {
+			t.Fatalf("claim %s: %v %v", queue, got, err)
+		}
+		if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue("a", 6)
+	claim("a", 3) // a: 3 pending, 2 fetched, 1 processing
+	enqueue("b", 1)
+	claim("b", 1) // b: 1 processing
+
+	m.SampleDepthsAfterSweep(s, []string{"a", "b"})(zombie.Result{}, nil)
+	wantValues(t, "depth", collect(t, reader).gauge(t, "chokaq.queue.depth"), map[string]int64{
+		"queue=a,status=pending": 3, "queue=a,status=fetched": 2, "queue=a,status=processing": 1,
+		"queue=b,status=pending": 0, "queue=b,status=fetched": 0, "queue=b,status=processing": 1,
+	})
+}
