@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -174,6 +175,14 @@ func TestDemoFinishesWithItsSummary(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "zombie rescue: recovered") {
 		t.Fatalf("the rescue loop's one-line sweep log is missing:\n%s", r.stderr)
+	}
+	// Two queues with their own zombie timeouts, and live progress while
+	// the jobs settle.
+	if !regexp.MustCompile(`enqueued \d+ jobs on \S+ \(zombie timeout 4s, execution timeout 5s\) and \S+ \(zombie timeout 6s\)`).MatchString(r.stdout) {
+		t.Fatalf("demo does not say which queues and timeouts it uses:\n%s", r.stdout)
+	}
+	if n := len(regexp.MustCompile(`(?m)^ *\d+\.\ds  hot +\d+  archived +\d+  dead-lettered \d+  \|  rescue: `).FindAllString(r.stdout, -1)); n < 2 {
+		t.Fatalf("%d live progress lines, want several:\n%s", n, r.stdout)
 	}
 	if took := time.Since(start); took > time.Minute {
 		t.Fatalf("demo took %v, want under a minute", took)
