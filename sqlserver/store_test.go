@@ -14,6 +14,7 @@ import (
 
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/storetest"
+	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
 )
 
@@ -506,4 +507,39 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatalf("second elector after resign: %v %v", lead, err)
 	}
 	_ = b.Resign(ctx)
+}
+
+// TestResurrectIsAllOrNothing: when putting a dead letter back into JobsHot
+// fails, the delete from JobsDLQ is rolled back with it, so the job is
+// still a dead letter and not lost between the tables (I2). A CHECK
+// constraint that refuses the job's type stands in for any failing insert.
+func TestResurrectIsAllOrNothing(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	r, err := s.Enqueue(ctx, jobs.EnqueueParams{Type: "poison"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{jobs.DefaultQueue}, Limit: 1})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim: %v %v", got, err)
+	}
+	if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeadLetter(ctx, got[0].Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "fatal"}); err != nil {
+		t.Fatal(err)
+	}
+	check := fmt.Sprintf("ALTER TABLE %s.JobsHot ADD CONSTRAINT CK_TestNoPoison CHECK (Type <> N'poison')", schema.Quote(s.Schema()))
+	if _, err := s.db.ExecContext(ctx, check); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{r.ID}}})
+	if err == nil {
+		t.Fatalf("resurrect moved %d jobs past a constraint that refuses them", n)
+	}
+	j, err := s.GetJob(ctx, r.ID)
+	if err != nil || j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonFatal {
+		t.Fatalf("after the failed resurrect the job is %+v (%v), want still the same dead letter", j, err)
+	}
 }
