@@ -70,7 +70,9 @@ type Store interface {
 	// UpdateQueue changes a queue's settings, creating its row if needed.
 	UpdateQueue(ctx context.Context, name string, u QueueUpdate) (QueueSettings, error)
 	// QueueStats reports counts and lag for every queue that has a control
-	// row or any job. It reads every table: an operator query.
+	// row or any job. It reads every table: an operator query, and not a
+	// snapshot (a SQL Server scan at read committed can count a job that
+	// changes status during the scan twice, or not at all).
 	QueueStats(ctx context.Context) ([]QueueStats, error)
 	// QueueDepths counts the hot jobs of the named queues by status, each
 	// count capped at Cap, so that sampling costs a bounded number of rows
