@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
+	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -50,7 +54,12 @@ func TestSQLServerClientEnqueueTx(t *testing.T) {
 	ran := make(chan int64, 4)
 	reg := processor.NewRegistry()
 	reg.MustHandle("tx", func(_ context.Context, j *processor.Job) error { ran <- j.ID; return nil })
-	c := sqlClient(t, dsn, name, reg, nil)
+	reader := sdkmetric.NewManualReader()
+	m, err := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sqlClient(t, dsn, name, reg, func(cfg *chokaq.Config) { cfg.Telemetry = m })
 
 	db, err := sql.Open("sqlserver", dsn)
 	if err != nil {
@@ -94,6 +103,25 @@ func TestSQLServerClientEnqueueTx(t *testing.T) {
 	case id := <-ran:
 		t.Fatalf("job %d ran too: only the committed job may", id)
 	default:
+	}
+	// Counted at insert: the Client never sees the caller's commit or
+	// rollback (see Client.EnqueueTx).
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	var enqueued int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if sum, ok := mt.Data.(metricdata.Sum[int64]); ok && mt.Name == "chokaq.jobs.enqueued" {
+				for _, dp := range sum.DataPoints {
+					enqueued += dp.Value
+				}
+			}
+		}
+	}
+	if enqueued != 2 {
+		t.Fatalf("chokaq.jobs.enqueued = %d after two EnqueueTx calls, want 2", enqueued)
 	}
 }
 
