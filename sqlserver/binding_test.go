@@ -1,0 +1,831 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-sql/civil"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
+)
+
+// TestQueryBinding drives every store method through a recording driver and
+// checks each statement sent the way SQL Server would bind it, so a
+// misspelt parameter, a stray argument or a table-valued parameter that no
+// longer fits its table type fails here, without a server, instead of at
+// the first call in production.
+func TestQueryBinding(t *testing.T) {
+	const schemaName = "chokaq_t"
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema(schemaName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// Only the statements whose answer decides whether a method goes on to
+	// its next statement get a row; every other one answers with no rows.
+	rec.rows = map[string][]driver.Value{
+		s.q.enqueueKeyed: {int64(1), false}, // EnqueueMany goes on to its plain jobs
+		s.q.now:          {time.Now()},      // Resurrect and Purge read the clock first
+		s.q.tryAppLock:   {int64(0)},        // the lock is granted, so TryLead keeps the connection
+		s.q.appLockMode:  {"Exclusive"},     // ... and the next TryLead checks it
+	}
+
+	tableTypes := migratedTableTypes(t, schemaName)
+	methods := exerciseStore(t, s, rec)
+
+	stmtNames := statementNames(s.q)
+	filterTable := map[string]jobs.Table{s.q.resurrect: jobs.TableDLQ}
+	for _, m := range []map[jobs.Table]string{s.q.list, s.q.count, s.q.purge} {
+		for tb, stmt := range m {
+			filterTable[stmt] = tb
+		}
+	}
+	// filterArgs binds one set of filter parameters for every table, and
+	// rescue one set for every phase; sp_executesql ignores the extra ones.
+	unusedByDesign := func(stmt, arg string) bool {
+		if tb, ok := filterTable[stmt]; ok {
+			return arg == "status" && tb != jobs.TableHot || arg == "reason" && tb != jobs.TableDLQ
+		}
+		return stmt == s.q.rescueExpired && arg == "timeoutMs"
+	}
+
+	reported := map[string]bool{}
+	sent := map[string]bool{}
+	for _, c := range rec.calls {
+		name, ok := stmtNames[c.query]
+		if !ok {
+			name = "(not in queries.go) " + firstLine(c.query)
+		}
+		sent[name] = true
+		for _, p := range checkBinding(c, tableTypes, func(arg string) bool { return unusedByDesign(c.query, arg) }) {
+			msg := fmt.Sprintf("%s: statement %s: %s", c.method, name, p)
+			if !reported[msg] {
+				reported[msg] = true
+				t.Error(msg)
+			}
+		}
+	}
+
+	// The checks are only as good as what was sent: every statement and
+	// every jobs.Store method must have been exercised.
+	for _, name := range sortedValues(stmtNames) {
+		if !sent[name] {
+			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
+		}
+	}
+	store := reflect.TypeFor[jobs.Store]()
+	for i := range store.NumMethod() {
+		if m := store.Method(i).Name; !methods[m] {
+			t.Errorf("jobs.Store method %s was not exercised: add it to exerciseStore", m)
+		}
+	}
+	t.Logf("checked %d calls of %d statements from %d methods", len(rec.calls), len(sent), len(methods))
+}
+
+// exerciseStore calls every method with plausible arguments and returns the
+// names of the methods called. Errors are expected (the fake answers with
+// no rows), but every call must reach the database.
+func exerciseStore(t *testing.T, s *Store, rec *recorder) map[string]bool {
+	ctx := t.Context()
+	ref := jobs.LeaseRef{ID: 42, Lease: 3}
+	status, reason := jobs.StatusProcessing, jobs.ReasonFatal
+	from := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	// fullFilter sets every field the table accepts, so every optional
+	// filter parameter is bound with a value.
+	fullFilter := func(tb jobs.Table) jobs.Filter {
+		f := jobs.Filter{IDs: []int64{1, 2, 2}, Queue: "mail", Type: "send.email", From: from, To: from.Add(time.Hour),
+			OlderThan: time.Minute, Text: "boom"}
+		if tb == jobs.TableHot {
+			f.Status = &status
+		}
+		if tb == jobs.TableDLQ {
+			f.Reason = &reason
+		}
+		return f
+	}
+	plain := jobs.EnqueueParams{Queue: "mail", Type: "send.email", Payload: []byte(`{"to":"a@b"}`), Priority: 5,
+		Delay: time.Second, MaxAttempts: 4, Tags: []string{"x", "y"}, CreatedBy: "test"}
+	keyed := plain
+	keyed.IdempotencyKey, keyed.Delay, keyed.RunAt = "order-1", 0, from
+	one, minute := 1, 60
+	paused := true
+	leader := NewLeader(s, "rescue")
+
+	type step struct {
+		method string
+		run    func() error
+	}
+	steps := []step{
+		{"Enqueue", func() error { _, err := s.Enqueue(ctx, plain); return err }},
+		{"Enqueue", func() error { _, err := s.Enqueue(ctx, keyed); return err }},
+		{"EnqueueMany", func() error {
+			_, err := s.EnqueueMany(ctx, []jobs.EnqueueParams{plain, keyed, keyed, {Type: "bare"}})
+			return err
+		}},
+		{"EnqueueTx", func() error {
+			tx, err := s.DB().BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			_, err1 := s.EnqueueTx(ctx, tx, plain)
+			_, err2 := s.EnqueueTx(ctx, tx, keyed)
+			return errors.Join(err1, err2)
+		}},
+		{"Claim", func() error {
+			_, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail", "mail", "sms"}, Limit: 10})
+			return err
+		}},
+		{"Start", func() error { _, err := s.Start(ctx, ref, jobs.StartParams{DefaultTimeout: time.Minute}); return err }},
+		{"Heartbeat", func() error { _, err := s.Heartbeat(ctx, []jobs.LeaseRef{ref, ref, {ID: 43, Lease: 1}}); return err }},
+		{"Complete", func() error { return s.Complete(ctx, ref) }},
+		{"Retry", func() error {
+			return s.Retry(ctx, ref, jobs.RetryParams{Delay: 1500 * time.Millisecond, Error: "boom"})
+		}},
+		{"DeadLetter", func() error {
+			return s.DeadLetter(ctx, ref, jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "stack"})
+		}},
+		{"Release", func() error { _, err := s.Release(ctx, []jobs.LeaseRef{ref, {ID: 43, Lease: 1}}); return err }},
+		{"RescueFetched", func() error { _, err := s.RescueFetched(ctx, jobs.RescueParams{Timeout: time.Minute}); return err }},
+		{"RescueZombies", func() error {
+			_, err := s.RescueZombies(ctx, jobs.RescueParams{Timeout: time.Minute, Limit: 10})
+			return err
+		}},
+		{"RescueExpired", func() error { _, err := s.RescueExpired(ctx, jobs.RescueParams{}); return err }},
+		{"Resurrect", func() error {
+			_, err := s.Resurrect(ctx, jobs.ResurrectParams{Filter: fullFilter(jobs.TableDLQ), Payload: []byte("{}")})
+			return err
+		}},
+		{"Resurrect", func() error { _, err := s.Resurrect(ctx, jobs.ResurrectParams{All: true}); return err }},
+		{"Purge", func() error {
+			_, err := s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableArchive, Filter: fullFilter(jobs.TableArchive)})
+			return err
+		}},
+		{"Purge", func() error {
+			_, err := s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableDLQ, Filter: fullFilter(jobs.TableDLQ)})
+			return err
+		}},
+		{"GetJob", func() error { _, err := s.GetJob(ctx, 42); return err }},
+		{"Queues", func() error { _, err := s.Queues(ctx); return err }},
+		{"UpdateQueue", func() error {
+			_, err := s.UpdateQueue(ctx, "mail", jobs.QueueUpdate{Paused: &paused, MaxWorkers: &one,
+				ZombieTimeoutSeconds: &minute, ExecutionTimeoutSeconds: &minute})
+			return err
+		}},
+		{"QueueStats", func() error { _, err := s.QueueStats(ctx); return err }},
+		{"QueueDepths", func() error { _, err := s.QueueDepths(ctx, []string{"mail", "sms"}, 1000); return err }},
+		{"Now", func() error { _, err := s.Now(ctx); return err }},
+		{"CheckSchema", func() error { return s.CheckSchema(ctx) }},
+		{"Leader.TryLead", func() error { _, err := leader.TryLead(ctx); return err }},
+		{"Leader.TryLead", func() error { _, err := leader.TryLead(ctx); return err }},
+		{"Leader.Resign", func() error { return leader.Resign(ctx) }},
+		// The contract tests' hooks run against a real server only; bind
+		// them here too.
+		{"harnessOn", func() error {
+			harnessOn(s)(t).Advance(t, time.Hour)
+			return nil
+		}},
+	}
+	for _, tb := range []jobs.Table{jobs.TableHot, jobs.TableArchive, jobs.TableDLQ} {
+		steps = append(steps,
+			step{"ListJobs", func() error {
+				_, err := s.ListJobs(ctx, jobs.ListParams{Table: tb, Filter: fullFilter(tb), Limit: 20, BeforeID: 99})
+				return err
+			}},
+			step{"ListJobs", func() error { _, err := s.ListJobs(ctx, jobs.ListParams{Table: tb}); return err }},
+			step{"CountJobs", func() error { _, err := s.CountJobs(ctx, tb, fullFilter(tb)); return err }},
+		)
+	}
+
+	methods := map[string]bool{}
+	for _, st := range steps {
+		before := rec.start(st.method)
+		err := st.run()
+		if rec.count() == before {
+			t.Errorf("%s sent no statement (error: %v): the checks below do not cover it", st.method, err)
+		}
+		if err != nil {
+			t.Logf("%s: %v (expected: the fake has no rows)", st.method, err)
+		}
+		methods[st.method] = true
+	}
+	return methods
+}
+
+// checkBinding returns what SQL Server would reject, or what is almost
+// certainly a mistake, in binding c's arguments to c's text.
+func checkBinding(c recordedCall, types map[string][]typeColumn, unusedOK func(arg string) bool) []string {
+	var problems []string
+	args := map[string]bool{}
+	for _, a := range c.args {
+		switch {
+		case a.Name == "":
+			problems = append(problems, fmt.Sprintf("argument %d has no name: go-mssqldb would send it as @p%d", a.Ordinal, a.Ordinal))
+		case args[a.Name]:
+			problems = append(problems, fmt.Sprintf("@%s is passed twice", a.Name))
+		}
+		args[a.Name] = a.Name != ""
+	}
+
+	toks := lexTSQL(c.query)
+	used := map[string]bool{}
+	declared := map[string]bool{}
+	const (
+		normal = iota
+		declaring
+		executing
+	)
+	mode, modeDepth, depth := normal, 0, 0
+	expectName, execFirst := false, false
+	for i, tk := range toks {
+		switch tk.kind {
+		case tokWord:
+			up := strings.ToUpper(tk.text)
+			if mode != normal && depth == modeDepth && statementStart[up] {
+				mode = normal
+			}
+			switch {
+			case mode == normal && up == "DECLARE":
+				mode, modeDepth, expectName = declaring, depth, true
+			case mode == normal && (up == "EXEC" || up == "EXECUTE"):
+				mode, modeDepth, execFirst = executing, depth, true
+			default:
+				execFirst = false
+			}
+		case tokPunct:
+			switch tk.text {
+			case "(":
+				if mode == executing && execFirst {
+					mode = normal // EXEC (N'...'): dynamic SQL, a string
+				}
+				depth++
+			case ")":
+				depth--
+			case ";":
+				if depth == modeDepth {
+					mode = normal
+				}
+			case ",":
+				if mode == declaring && depth == modeDepth {
+					expectName = true
+				}
+			}
+			execFirst = false
+		case tokVar:
+			v := tk.text
+			next := ""
+			if i+1 < len(toks) {
+				next = toks[i+1].text
+			}
+			switch {
+			case mode == declaring && expectName && depth == modeDepth:
+				expectName = false
+				if declared[v] {
+					problems = append(problems, fmt.Sprintf("@%s is declared twice (line %d): SQL Server rejects the batch", v, tk.line))
+				}
+				if args[v] {
+					problems = append(problems, fmt.Sprintf("@%s is declared (line %d) and also passed as an argument: SQL Server says the name is already declared", v, tk.line))
+				}
+				declared[v] = true
+				continue
+			case mode == executing && !execFirst && next == "=" && depth == modeDepth:
+				continue // a procedure's own parameter name: EXEC p @Name = value
+			}
+			execFirst = false
+			if !used[v] && !declared[v] && !args[v] {
+				problems = append(problems, fmt.Sprintf("@%s is used (line %d) but neither passed nor declared before: \"Must declare the scalar variable\"", v, tk.line))
+			}
+			used[v] = true
+		}
+	}
+
+	for _, a := range c.args {
+		if a.Name != "" && !used[a.Name] && !declared[a.Name] && !unusedOK(a.Name) {
+			problems = append(problems, fmt.Sprintf("@%s is passed but the text never uses it (a typo on either side?)", a.Name))
+		}
+		if tvp, ok := a.Value.(mssql.TVP); ok {
+			problems = append(problems, checkTVP(a.Name, tvp, types, toks)...)
+		}
+	}
+	return problems
+}
+
+// statementStart ends a DECLARE or EXEC that has no semicolon.
+var statementStart = map[string]bool{
+	"SELECT": true, "INSERT": true, "UPDATE": true, "DELETE": true, "MERGE": true, "SET": true, "IF": true,
+	"BEGIN": true, "WHILE": true, "RETURN": true, "DECLARE": true, "EXEC": true, "EXECUTE": true, "WITH": true,
+	"COMMIT": true, "ROLLBACK": true, "THROW": true, "PRINT": true,
+}
+
+// checkTVP checks a table-valued argument against the table type the
+// migrations create, by go-mssqldb's rules: the row struct's fields, less
+// those tagged tvp:"-" (or, untagged, json:"-"), are the columns in order.
+func checkTVP(arg string, tvp mssql.TVP, types map[string][]typeColumn, toks []token) []string {
+	var problems []string
+	bad := func(format string, a ...any) {
+		problems = append(problems, fmt.Sprintf("@%s (TVP %s): ", arg, tvp.TypeName)+fmt.Sprintf(format, a...))
+	}
+	cols, ok := types[unbracket(tvp.TypeName)]
+	if !ok {
+		bad("no migration creates this table type (types: %s)", strings.Join(sortedKeys(types), ", "))
+		return problems
+	}
+	rt := reflect.TypeOf(tvp.Value)
+	if rt == nil || rt.Kind() != reflect.Slice || rt.Elem().Kind() != reflect.Struct {
+		bad("Value is %v; go-mssqldb needs a slice of structs", rt)
+		return problems
+	}
+	var fields []reflect.StructField
+	for i := range rt.Elem().NumField() {
+		f := rt.Elem().Field(i)
+		tvpTag, hasTVP := f.Tag.Lookup("tvp")
+		jsonTag, hasJSON := f.Tag.Lookup("json")
+		if mssql.IsSkipField(tvpTag, hasTVP, jsonTag, hasJSON) {
+			continue
+		}
+		if !f.IsExported() {
+			bad("field %s.%s is unexported and not tagged tvp:\"-\": go-mssqldb panics reading it", rt.Elem(), f.Name)
+		}
+		fields = append(fields, f)
+	}
+	if len(fields) != len(cols) {
+		names := make([]string, len(fields))
+		for i, f := range fields {
+			names[i] = f.Name
+		}
+		colNames := make([]string, len(cols))
+		for i, c := range cols {
+			colNames[i] = c.name
+		}
+		bad("%s has %d fields (%s), the type has %d columns (%s)", rt.Elem(), len(fields), strings.Join(names, ", "),
+			len(cols), strings.Join(colNames, ", "))
+	}
+	for i := range min(len(fields), len(cols)) {
+		f, col := fields[i], cols[i]
+		// Columns bind by position; alike names make a swap visible.
+		if !strings.EqualFold(f.Name, col.name) {
+			bad("field %d is %s, column %d is %s", i+1, f.Name, i+1, col.name)
+		}
+		goFam, nullable := goFamily(f.Type)
+		if sqlFam := sqlFamily(col.sqlType); goFam != "" && sqlFam != "" && goFam != sqlFam {
+			bad("field %s is %s (%s), column %s is %s (%s)", f.Name, f.Type, goFam, col.name, col.sqlType, sqlFam)
+		}
+		if nullable && col.notNull {
+			bad("field %s (%s) can be NULL, column %s is NOT NULL", f.Name, f.Type, col.name)
+		}
+	}
+	// The text reads the table through an alias, @arg AS x; every x.Column
+	// must be a column of the type.
+	for i := 0; i+2 < len(toks); i++ {
+		if toks[i].kind != tokVar || toks[i].text != arg || !strings.EqualFold(toks[i+1].text, "AS") || toks[i+2].kind != tokWord {
+			continue
+		}
+		alias := toks[i+2].text
+		for j := 0; j+2 < len(toks); j++ {
+			if toks[j].kind == tokWord && strings.EqualFold(toks[j].text, alias) && toks[j+1].text == "." && toks[j+2].kind == tokWord &&
+				!slices.ContainsFunc(cols, func(c typeColumn) bool { return c.name == toks[j+2].text }) {
+				bad("%s.%s (line %d) is not a column of the type", alias, toks[j+2].text, toks[j+2].line)
+			}
+		}
+	}
+	return problems
+}
+
+// familyOfType holds the struct types go-mssqldb sends as a given family.
+var familyOfType = map[reflect.Type]string{
+	reflect.TypeFor[time.Time](): "time", reflect.TypeFor[civil.Date](): "time", reflect.TypeFor[civil.DateTime](): "time",
+	reflect.TypeFor[civil.Time](): "time", reflect.TypeFor[sql.NullTime](): "time", reflect.TypeFor[mssql.NullDate](): "time",
+	reflect.TypeFor[mssql.NullDateTime](): "time", reflect.TypeFor[mssql.NullTime](): "time",
+	reflect.TypeFor[sql.NullInt64](): "integer", reflect.TypeFor[sql.NullInt32](): "integer",
+	reflect.TypeFor[sql.NullInt16](): "integer", reflect.TypeFor[sql.NullByte](): "integer",
+	reflect.TypeFor[sql.NullString](): "string", reflect.TypeFor[sql.NullBool](): "bool", reflect.TypeFor[sql.NullFloat64](): "float",
+}
+
+// goFamily is the SQL family a Go field type is sent as ("" when this
+// test cannot tell) and whether the field can carry NULL.
+func goFamily(t reflect.Type) (family string, nullable bool) {
+	if t.Kind() == reflect.Pointer {
+		f, _ := goFamily(t.Elem())
+		return f, true
+	}
+	if f, ok := familyOfType[t]; ok {
+		return f, strings.HasPrefix(t.Name(), "Null")
+	}
+	switch t.Kind() {
+	case reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Int, reflect.Uint8:
+		return "integer", false
+	case reflect.String:
+		return "string", false
+	case reflect.Bool:
+		return "bool", false
+	case reflect.Float32, reflect.Float64:
+		return "float", false
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "bytes", false // nil is NULL, but an empty payload is not
+		}
+	}
+	return "", false
+}
+
+func sqlFamily(sqlType string) string {
+	switch sqlType {
+	case "BIGINT", "INT", "SMALLINT", "TINYINT":
+		return "integer"
+	case "NVARCHAR", "VARCHAR", "NCHAR", "CHAR", "NTEXT", "TEXT":
+		return "string"
+	case "VARBINARY", "BINARY", "IMAGE":
+		return "bytes"
+	case "DATETIME2", "DATETIME", "SMALLDATETIME", "DATE", "TIME", "DATETIMEOFFSET":
+		return "time"
+	case "BIT":
+		return "bool"
+	case "FLOAT", "REAL":
+		return "float"
+	}
+	return ""
+}
+
+// typeColumn is one column of a user-defined table type.
+type typeColumn struct {
+	name, sqlType string
+	notNull       bool
+}
+
+var (
+	createType = regexp.MustCompile(`(?is)\bCREATE\s+TYPE\s+([^\s(]+)\s+AS\s+TABLE\s*\(`)
+	dropType   = regexp.MustCompile(`(?is)\bDROP\s+TYPE\s+(?:IF\s+EXISTS\s+)?([^\s;')]+)`)
+)
+
+// migratedTableTypes replays the CREATE TYPE ... AS TABLE and DROP TYPE
+// statements of the rendered up migrations, in order.
+func migratedTableTypes(t *testing.T, schemaName string) map[string][]typeColumn {
+	t.Helper()
+	fsys, err := schema.Rendered(schemaName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[string][]typeColumn{}
+	for _, name := range schema.Files(fsys) {
+		if !strings.HasSuffix(name, ".up.sql") {
+			continue
+		}
+		raw, err := fs.ReadFile(fsys, "migrations/"+name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(raw)
+		type event struct {
+			at       int
+			name     string
+			body     string
+			creating bool
+		}
+		var events []event
+		for _, m := range createType.FindAllStringSubmatchIndex(text, -1) {
+			open := m[1] - 1
+			end := matchingParen(text, open)
+			if end < 0 {
+				t.Fatalf("%s: unbalanced parentheses after %s", name, text[m[0]:m[1]])
+			}
+			events = append(events, event{m[0], text[m[2]:m[3]], text[open+1 : end], true})
+		}
+		for _, m := range dropType.FindAllStringSubmatchIndex(text, -1) {
+			events = append(events, event{at: m[0], name: text[m[2]:m[3]]})
+		}
+		sort.Slice(events, func(i, j int) bool { return events[i].at < events[j].at })
+		for _, e := range events {
+			if e.creating {
+				types[unbracket(e.name)] = parseColumns(e.body)
+			} else {
+				delete(types, unbracket(e.name))
+			}
+		}
+	}
+	if len(types) == 0 {
+		t.Fatal("no CREATE TYPE ... AS TABLE in the migrations: the parser no longer fits them")
+	}
+	return types
+}
+
+func matchingParen(s string, open int) int {
+	depth := 0
+	for i := open; i < len(s); i++ {
+		switch s[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// parseColumns reads a table type's body; table constraints are skipped.
+func parseColumns(body string) []typeColumn {
+	var cols []typeColumn
+	depth, start := 0, 0
+	for i := 0; i <= len(body); i++ {
+		if i < len(body) {
+			switch body[i] {
+			case '(':
+				depth++
+				continue
+			case ')':
+				depth--
+				continue
+			case ',':
+				if depth > 0 {
+					continue
+				}
+			default:
+				continue
+			}
+		}
+		def := strings.Fields(strings.ToUpper(body[start:i]))
+		orig := strings.Fields(body[start:i])
+		start = i + 1
+		if len(def) < 2 || slices.Contains([]string{"PRIMARY", "UNIQUE", "CONSTRAINT", "INDEX", "CHECK", "FOREIGN"}, def[0]) {
+			continue
+		}
+		rest := " " + strings.Join(def[1:], " ") + " "
+		sqlType, _, _ := strings.Cut(def[1], "(")
+		cols = append(cols, typeColumn{name: unbracket(orig[0]), sqlType: unbracket(sqlType),
+			notNull: strings.Contains(rest, " NOT NULL") || strings.Contains(rest, " PRIMARY KEY")})
+	}
+	return cols
+}
+
+func unbracket(name string) string { return strings.NewReplacer("[", "", "]", "").Replace(name) }
+
+// statementNames names every statement of q by its field, so a failure
+// says which one.
+func statementNames(q *queries) map[string]string {
+	names := map[string]string{}
+	v := reflect.ValueOf(q).Elem()
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch f.Kind() {
+		case reflect.String:
+			names[f.String()] = name
+		case reflect.Map:
+			for it := f.MapRange(); it.Next(); {
+				names[it.Value().String()] = name + "[" + jobs.Table(it.Key().Int()).String() + "]"
+			}
+		}
+	}
+	return names
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func sortedValues(m map[string]string) []string {
+	vals := make([]string, 0, len(m))
+	for _, v := range m {
+		vals = append(vals, v)
+	}
+	sort.Strings(vals)
+	return vals
+}
+
+func firstLine(s string) string { l, _, _ := strings.Cut(s, "\n"); return l }
+
+// A T-SQL token: a word (keyword, identifier, number), a @variable (text
+// without the @) or one punctuation character. Strings, comments and
+// @@functions are dropped.
+type token struct {
+	kind byte
+	text string
+	line int
+}
+
+const (
+	tokWord  = 'w'
+	tokVar   = 'v'
+	tokPunct = 'p'
+)
+
+func lexTSQL(s string) []token {
+	var toks []token
+	isIdent := func(c byte) bool {
+		return c == '_' || c == '#' || c == '$' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+	}
+	identEnd := func(i int) int {
+		for i < len(s) && isIdent(s[i]) {
+			i++
+		}
+		return i
+	}
+	// quotedEnd returns the index after the quote that closes s[i], where
+	// a doubled closing quote is an escaped one.
+	quotedEnd := func(i int, closing byte) int {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] == closing {
+				if j+1 < len(s) && s[j+1] == closing {
+					j++
+					continue
+				}
+				return j + 1
+			}
+		}
+		return len(s)
+	}
+	for i := 0; i < len(s); {
+		line := 1 + strings.Count(s[:i], "\n")
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n':
+			i++
+		case strings.HasPrefix(s[i:], "--"):
+			if n := strings.IndexByte(s[i:], '\n'); n >= 0 {
+				i += n
+			} else {
+				i = len(s)
+			}
+		case strings.HasPrefix(s[i:], "/*"):
+			depth := 0
+			for ; i < len(s); i++ {
+				if strings.HasPrefix(s[i:], "/*") {
+					depth, i = depth+1, i+1
+				} else if strings.HasPrefix(s[i:], "*/") {
+					if depth, i = depth-1, i+1; depth == 0 {
+						i++
+						break
+					}
+				}
+			}
+		case c == '\'':
+			i = quotedEnd(i, '\'')
+		case c == '[' || c == '"':
+			end := quotedEnd(i, map[byte]byte{'[': ']', '"': '"'}[c])
+			toks = append(toks, token{tokWord, s[i:end], line})
+			i = end
+		case c == '@' && strings.HasPrefix(s[i:], "@@"):
+			i = identEnd(i + 2)
+		case c == '@':
+			end := identEnd(i + 1)
+			toks = append(toks, token{tokVar, s[i+1 : end], line})
+			i = end
+		case isIdent(c):
+			end := identEnd(i)
+			toks = append(toks, token{tokWord, s[i:end], line})
+			i = end
+		default:
+			toks = append(toks, token{tokPunct, s[i : i+1], line})
+			i++
+		}
+	}
+	return toks
+}
+
+// TestLexTSQL pins the cases the binding check depends on.
+func TestLexTSQL(t *testing.T) {
+	stmt := "DECLARE @rc INT; -- @notInComment\n/* @nor /* nested */ @here */ EXEC @rc = sp_x @Param = @val, @P2 = N'@notInString'''; SELECT @@ROWCOUNT, [@notVar], @rc;"
+	var vars []string
+	for _, tk := range lexTSQL(stmt) {
+		if tk.kind == tokVar {
+			vars = append(vars, tk.text)
+		}
+	}
+	if want := []string{"rc", "rc", "Param", "val", "P2", "rc"}; !slices.Equal(vars, want) {
+		t.Errorf("variables %v, want %v", vars, want)
+	}
+	call := recordedCall{method: "test", query: stmt, args: []driver.NamedValue{{Name: "val", Ordinal: 1}}}
+	if p := checkBinding(call, nil, func(string) bool { return false }); len(p) != 0 {
+		t.Errorf("unexpected problems: %q", p)
+	}
+	call.query = "DECLARE @a INT = @b, @c TABLE (x INT, y INT); SELECT @a, @c, @d; DECLARE @a INT;"
+	call.args = []driver.NamedValue{{Name: "b", Ordinal: 1}, {Name: "c", Ordinal: 2}, {Name: "b", Ordinal: 3}, {Name: "e", Ordinal: 4}}
+	got := strings.Join(checkBinding(call, nil, func(string) bool { return false }), "\n")
+	for _, want := range []string{"@b is passed twice", "@c is declared (line 1) and also passed", "@d is used", "@a is declared twice", "@e is passed but"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems do not report %q:\n%s", want, got)
+		}
+	}
+}
+
+// recorder is the fake database's memory: what each method sent, and the
+// one row, if any, a statement answers with.
+type recorder struct {
+	mu     sync.Mutex
+	method string
+	rows   map[string][]driver.Value
+	calls  []recordedCall
+}
+
+type recordedCall struct {
+	method, query string
+	args          []driver.NamedValue
+}
+
+// start labels the statements that follow and returns how many came before.
+func (r *recorder) start(method string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.method = method
+	return len(r.calls)
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+func (r *recorder) record(query string, args []driver.NamedValue) []driver.Value {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, recordedCall{r.method, query, slices.Clone(args)})
+	return r.rows[query]
+}
+
+type recordingConnector struct{ r *recorder }
+
+func (c recordingConnector) Connect(context.Context) (driver.Conn, error) {
+	return recordingConn(c), nil
+}
+func (c recordingConnector) Driver() driver.Driver { return noDriver{} }
+
+type noDriver struct{}
+
+func (noDriver) Open(string) (driver.Conn, error) {
+	return nil, errors.New("open through the connector")
+}
+
+type recordingConn struct{ r *recorder }
+
+var (
+	_ driver.QueryerContext    = recordingConn{}
+	_ driver.ExecerContext     = recordingConn{}
+	_ driver.ConnBeginTx       = recordingConn{}
+	_ driver.NamedValueChecker = recordingConn{}
+)
+
+func (recordingConn) Prepare(string) (driver.Stmt, error) {
+	return nil, errors.New("the store never prepares statements")
+}
+func (recordingConn) Close() error              { return nil }
+func (recordingConn) Begin() (driver.Tx, error) { return recordingTx{}, nil }
+func (recordingConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	return recordingTx{}, nil
+}
+
+// CheckNamedValue accepts every value as it is, so the check sees the
+// mssql.TVP, sql.Null* and mssql.* values the store passes.
+func (recordingConn) CheckNamedValue(*driver.NamedValue) error { return nil }
+
+func (c recordingConn) QueryContext(_ context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return &oneRow{row: c.r.record(query, args)}, nil
+}
+
+func (c recordingConn) ExecContext(_ context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	c.r.record(query, args)
+	return driver.RowsAffected(0), nil
+}
+
+type recordingTx struct{}
+
+func (recordingTx) Commit() error   { return nil }
+func (recordingTx) Rollback() error { return nil }
+
+// oneRow returns row once, or no rows when row is nil.
+type oneRow struct {
+	row  []driver.Value
+	done bool
+}
+
+func (r *oneRow) Columns() []string { return make([]string, len(r.row)) }
+func (r *oneRow) Close() error      { return nil }
+func (r *oneRow) Next(dest []driver.Value) error {
+	if r.done || r.row == nil {
+		return io.EOF
+	}
+	r.done = true
+	copy(dest, r.row)
+	return nil
+}
