@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"reflect"
 	"regexp"
 	"slices"
@@ -21,7 +20,6 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
-	"github.com/chokaq/chokaq-go/schema"
 )
 
 // TestQueryBinding drives every store method through a recording driver and
@@ -477,20 +475,8 @@ var (
 // statements of the rendered up migrations, in order.
 func migratedTableTypes(t *testing.T, schemaName string) map[string][]typeColumn {
 	t.Helper()
-	fsys, err := schema.Rendered(schemaName)
-	if err != nil {
-		t.Fatal(err)
-	}
 	types := map[string][]typeColumn{}
-	for _, name := range schema.Files(fsys) {
-		if !strings.HasSuffix(name, ".up.sql") {
-			continue
-		}
-		raw, err := fs.ReadFile(fsys, "migrations/"+name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text := string(raw)
+	for name, text := range upMigrations(t, schemaName) {
 		type event struct {
 			at       int
 			name     string
