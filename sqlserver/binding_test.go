@@ -63,6 +63,9 @@ func TestQueryBinding(t *testing.T) {
 		return stmt == s.q.rescueExpired && arg == "timeoutMs"
 	}
 
+	for _, r := range rec.refused {
+		t.Error(r)
+	}
 	reported := map[string]bool{}
 	sent := map[string]bool{}
 	for _, c := range rec.calls {
@@ -732,6 +735,8 @@ type recorder struct {
 	// answer, when set, gives the row of a statement rows does not name.
 	answer func(query string) []driver.Value
 	calls  []recordedCall
+	// refused lists the arguments the real driver would not take.
+	refused []string
 }
 
 type recordedCall struct {
@@ -803,9 +808,18 @@ func (recordingConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, erro
 	return recordingTx{}, nil
 }
 
-// CheckNamedValue accepts every value as it is, so the check sees the
-// mssql.TVP, sql.Null* and mssql.* values the store passes.
-func (recordingConn) CheckNamedValue(*driver.NamedValue) error { return nil }
+// CheckNamedValue keeps every value as it is, so the checks see the
+// mssql.TVP, sql.Null* and mssql.* values the store passes, after noting
+// any that go-mssqldb's own CheckNamedValue would refuse.
+func (c recordingConn) CheckNamedValue(nv *driver.NamedValue) error {
+	probe := *nv
+	if err := (&mssql.Conn{}).CheckNamedValue(&probe); err != nil && !errors.Is(err, driver.ErrRemoveArgument) {
+		c.r.mu.Lock()
+		c.r.refused = append(c.r.refused, fmt.Sprintf("%s: go-mssqldb refuses @%s (%T): %v", c.r.method, nv.Name, nv.Value, err))
+		c.r.mu.Unlock()
+	}
+	return nil
+}
 
 func (c recordingConn) QueryContext(_ context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	return &oneRow{row: c.r.record(query, args)}, nil
