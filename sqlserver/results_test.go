@@ -149,3 +149,16 @@ func TestResultColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestUnifiedColumnListsAgree: GetJob reads one job from any table with a
+// UNION ALL of the three unified lists, and every list is read by the same
+// scanJobs; SQL Server refuses a UNION whose arms differ in width.
+func TestUnifiedColumnListsAgree(t *testing.T) {
+	widths := map[string]int{}
+	for name, list := range map[string]string{"hot": unifiedHot, "archive": unifiedArchive, "dlq": unifiedDLQ} {
+		widths[name] = len(splitList(lexTSQL(list), 0, ""))
+	}
+	if widths["hot"] != widths["archive"] || widths["hot"] != widths["dlq"] {
+		t.Fatalf("unified column lists differ in width: %v", widths)
+	}
+}
