@@ -67,6 +67,7 @@ func TestResultColumnsMatchScans(t *testing.T) {
 // Zero when the statement returns no rows.
 func resultColumns(toks []token) int {
 	depth := 0
+	insertSource := false // the next top-level SELECT feeds an INSERT
 	for i := 0; i < len(toks); i++ {
 		switch toks[i].text {
 		case "(":
@@ -80,13 +81,21 @@ func resultColumns(toks []token) int {
 			continue
 		}
 		switch {
+		case isWord(toks[i], "INSERT"):
+			insertSource = true
+		case isWord(toks[i], "VALUES"):
+			insertSource = false
 		case isWord(toks[i], "OUTPUT"):
 			n, into := listUntil(toks, i+1, "INTO")
 			if into < 0 && n > 0 && len(splitList(toks, i+1, "INTO")[0]) > 0 {
 				return n
 			}
 		case isWord(toks[i], "SELECT"):
-			if i > 0 && (isWord(toks[i-1], "UNION") || isWord(toks[i-1], "ALL") || toks[i-1].text == ")" && insertBefore(toks, i)) {
+			if insertSource {
+				insertSource = false
+				continue
+			}
+			if i > 0 && (isWord(toks[i-1], "UNION") || isWord(toks[i-1], "ALL")) {
 				continue
 			}
 			start := i + 1
@@ -104,31 +113,6 @@ func resultColumns(toks []token) int {
 		}
 	}
 	return 0
-}
-
-// insertBefore reports whether the SELECT at toks[i], right after a ")",
-// is the source of an INSERT INTO t (columns).
-func insertBefore(toks []token, i int) bool {
-	depth := 0
-	for j := i - 1; j >= 0; j-- {
-		switch toks[j].text {
-		case ")":
-			depth++
-		case "(":
-			depth--
-		}
-		if depth == 0 {
-			// toks[j] is the "(" of the column list; before it, the target
-			// name, INTO and INSERT.
-			for k := j - 1; k >= 0 && k >= j-6; k-- {
-				if isWord(toks[k], "INTO") {
-					return k > 0 && isWord(toks[k-1], "INSERT")
-				}
-			}
-			return false
-		}
-	}
-	return false
 }
 
 func TestResultColumns(t *testing.T) {
