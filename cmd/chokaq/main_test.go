@@ -49,12 +49,23 @@ type result struct {
 // environment (no CHOKAQ variables from the machine).
 func runBinary(t *testing.T, dir, stdin string, args ...string) result {
 	t.Helper()
+	return runBinaryWith(t, dir, stdin, nil, args...)
+}
+
+// runBinaryEnv is runBinary with extra environment variables.
+func runBinaryEnv(t *testing.T, dir string, env []string, args ...string) result {
+	t.Helper()
+	return runBinaryWith(t, dir, "", env, args...)
+}
+
+func runBinaryWith(t *testing.T, dir, stdin string, env []string, args ...string) result {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -367,24 +366,6 @@ func TestShowAndRescueJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Recovered != 2 || res.Zombies != 0 || res.Expired != 0 {
 		t.Fatalf("rescue -o json: %v %s", err, r.stdout)
 	}
-}
-
-// runBinaryEnv is runBinary with extra environment variables.
-func runBinaryEnv(t *testing.T, dir string, env []string, args ...string) result {
-	t.Helper()
-	cmd := exec.Command(binary, args...)
-	cmd.Dir = dir
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir}, env...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, out.String(), errb.String()}
 }
 
 // The built command reads the overlay named by --environment or
