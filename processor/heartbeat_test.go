@@ -81,6 +81,21 @@ func enqueueN(t *testing.T, s jobs.Store, n int) {
 	}
 }
 
+// runningParked starts a processor on via (a wrapper of mem, or mem
+// itself) with n parked jobs and one worker for each, and returns once all
+// of them run. Closing release lets them finish; started tells when each
+// began.
+func runningParked(t *testing.T, mem, via jobs.Store, n int, cfg processor.Config) (p *processor.Processor, started func() map[int64]time.Time, release chan struct{}) {
+	t.Helper()
+	reg := processor.NewRegistry()
+	started, running, release := parkedJobs(reg)
+	enqueueN(t, mem, n)
+	cfg.Concurrency, cfg.PrefetchSize = n, n
+	p = startProcessor(t, via, reg, cfg)
+	waitFor(t, time.Minute, "all jobs running", func() bool { return running() == n })
+	return p, started, release
+}
+
 // TestHeartbeatGapsStayWithinMinMax: coalescing lets beats share calls but
 // never makes a job beat sooner than HeartbeatIntervalMin after its last
 // beat (or its start), nor later than HeartbeatIntervalMax; the gaps are
@@ -90,13 +105,9 @@ func TestHeartbeatGapsStayWithinMinMax(t *testing.T) {
 		const n = 200
 		mem := newMem()
 		s := newBeatLog(mem)
-		reg := processor.NewRegistry()
-		started, running, release := parkedJobs(reg)
-		enqueueN(t, mem, n)
 		cfg := testConfig()
-		cfg.Concurrency, cfg.PrefetchSize, cfg.BatchSize = n, n, 50
-		p := startProcessor(t, s, reg, cfg)
-		waitFor(t, time.Minute, "all jobs running", func() bool { return running() == n })
+		cfg.BatchSize = 50
+		p, started, release := runningParked(t, mem, s, n, cfg)
 		time.Sleep(3 * time.Minute)
 		close(release)
 		stop(t, p)
@@ -139,16 +150,12 @@ func TestHeartbeatCallsCarryAtMost500Jobs(t *testing.T) {
 		const n = 1200
 		mem := newMem()
 		s := newBeatLog(mem)
-		reg := processor.NewRegistry()
-		_, running, release := parkedJobs(reg)
-		enqueueN(t, mem, n)
 		cfg := testConfig()
-		cfg.Concurrency, cfg.PrefetchSize, cfg.BatchSize = n, n, 1000
+		cfg.BatchSize = 1000
 		// One fixed interval: every job that started in the same instant
 		// falls due in the same instant.
 		cfg.HeartbeatIntervalMin, cfg.HeartbeatIntervalMax = 10*time.Second, 10*time.Second
-		p := startProcessor(t, s, reg, cfg)
-		waitFor(t, time.Minute, "all jobs running", func() bool { return running() == n })
+		p, _, release := runningParked(t, mem, s, n, cfg)
 		time.Sleep(25 * time.Second)
 		close(release)
 		stop(t, p)
@@ -252,13 +259,9 @@ func TestHeartbeatCostWith2000InFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const n = 2000
 		mem := newMem()
-		reg := processor.NewRegistry()
-		_, running, release := parkedJobs(reg)
-		enqueueN(t, mem, n)
 		cfg := testConfig()
-		cfg.Concurrency, cfg.PrefetchSize, cfg.BatchSize = n, n, 1000
-		p := startProcessor(t, mem, reg, cfg)
-		waitFor(t, time.Minute, "all jobs running", func() bool { return running() == n })
+		cfg.BatchSize = 1000
+		p, _, release := runningParked(t, mem, mem, n, cfg)
 		before := p.Stats()
 		time.Sleep(2 * time.Minute)
 		after := p.Stats()
