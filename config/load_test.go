@@ -9,12 +9,30 @@ import (
 	"time"
 )
 
+// loadCase is a configuration source and how the loaded Config differs
+// from Default.
+type loadCase struct {
+	name string
+	src  source
+	want func(c *Config)
+}
+
+func runLoadCases(t *testing.T, tests []loadCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := mustLoad(t, tt.src)
+			want := Default()
+			tt.want(want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got\n%v\nwant\n%v", got, want)
+			}
+		})
+	}
+}
+
 func TestLegacyAliases(t *testing.T) {
-	tests := []struct {
-		name string
-		src  source
-		want func(c *Config)
-	}{
+	tests := []loadCase{
 		{"FetchedJobTimeoutSeconds alone", source{yaml: "ChokaQ:\n  FetchedJobTimeoutSeconds: 120\n"},
 			func(c *Config) { c.Recovery.FetchedJobTimeout = 2 * time.Minute }},
 		{"ZombieTimeoutSeconds alone", source{yaml: "ChokaQ:\n  ZombieTimeoutSeconds: 900\n"},
@@ -51,16 +69,7 @@ func TestLegacyAliases(t *testing.T) {
 			opts:  Options{Environment: "Prod"}},
 			func(c *Config) { c.Environment = "Prod"; c.Retry.MaxAttempts = 8 }},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := mustLoad(t, tt.src)
-			want := Default()
-			tt.want(want)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("got\n%v\nwant\n%v", got, want)
-			}
-		})
-	}
+	runLoadCases(t, tests)
 }
 
 func TestLegacyAliasConflicts(t *testing.T) {
@@ -296,11 +305,7 @@ func TestEnvironmentFile(t *testing.T) {
 
 func TestLayering(t *testing.T) {
 	const file = "ChokaQ:\n  Execution:\n    Concurrency: 5\n    PrefetchSize: 60\n  Queues: [default]\n"
-	tests := []struct {
-		name string
-		src  source
-		want func(c *Config)
-	}{
+	tests := []loadCase{
 		{"file", source{yaml: file},
 			func(c *Config) { c.Execution.Concurrency, c.Execution.PrefetchSize = 5, 60 }},
 		{"environment overrides file", source{yaml: file, env: []string{"CHOKAQ__EXECUTION__CONCURRENCY=6"}},
@@ -332,16 +337,7 @@ func TestLayering(t *testing.T) {
 		{"float from the environment", source{env: []string{"CHOKAQ__RETRY__BACKOFFMULTIPLIER=1.25"}},
 			func(c *Config) { c.Retry.BackoffMultiplier = 1.25 }},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := mustLoad(t, tt.src)
-			want := Default()
-			tt.want(want)
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("got\n%v\nwant\n%v", got, want)
-			}
-		})
-	}
+	runLoadCases(t, tests)
 }
 
 func TestQueueSettingNames(t *testing.T) {
