@@ -130,10 +130,12 @@ func Permanent(err error) error {
 	return &PermanentError{Err: err}
 }
 
-// IsPermanent reports whether err, or an error it wraps, is permanent.
+// IsPermanent reports whether err, or an error it wraps, is permanent. It
+// is safe on any error value: a typed nil, a panicking Unwrap or a chain
+// that loops gives false rather than a panic or a hang.
 func IsPermanent(err error) bool {
-	var p *PermanentError
-	return errors.As(err, &p)
+	found, _ := findPermanent(err)
+	return found
 }
 
 // PanicError is a handler panic, recovered, with its stack.

@@ -20,6 +20,7 @@ type recordingObserver struct {
 	outcomes  map[processor.Outcome]int
 	reasons   map[jobs.FailureReason]int
 	handlerEr int
+	errs      []error // every Result.HandlerErr
 	degraded  int
 }
 
@@ -42,6 +43,7 @@ func (o *recordingObserver) JobFinished(j *jobs.Job, r processor.Result) {
 	}
 	if r.HandlerErr != nil {
 		o.handlerEr++
+		o.errs = append(o.errs, r.HandlerErr)
 	}
 	o.mu.Unlock()
 }

@@ -442,8 +442,12 @@ func (p *Processor) execute(f *fetched) {
 	}
 	cancelExec()
 	p.hb.finishing(ref)
-	r := p.settle(log, ref, hj, herr, cause)
-	r.HandlerErr, r.Duration = herr, ran
+	var fail failure
+	if herr != nil {
+		fail = inspect(herr)
+	}
+	r := p.settle(log, ref, hj, fail, herr != nil, cause)
+	r.HandlerErr, r.Duration = fail.err, ran
 	p.finished(j, r)
 }
 
@@ -478,33 +482,34 @@ func (p *Processor) call(ctx context.Context, j *Job) (err error) {
 }
 
 // settle records a finished execution's outcome (DESIGN section 6) and
-// reports what became of it.
-func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, herr, cause error) Result {
-	if herr != nil && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
+// reports what became of it. failed says the handler returned an error; f
+// is what inspect read from it, the only form of it used here.
+func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, f failure, failed bool, cause error) Result {
+	if failed && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
 		p.stats.failed.Add(1)
 	}
 	switch {
 	case errors.Is(cause, errLeaseLost):
-		log.Warn("lease lost: the job was taken away; writing nothing", zap.NamedError("handler_error", herr))
+		log.Warn("lease lost: the job was taken away; writing nothing", zap.String("handler_error", jobs.Headline(f.msg, maxLogLine)))
 		return Result{Outcome: OutcomeLeaseLost}
-	case herr == nil:
+	case !failed:
 		r := p.write(log, "complete", func(ctx context.Context) error { return p.store.Complete(ctx, ref) })
 		if r.Outcome == OutcomeSucceeded {
 			log.Debug("job succeeded")
 		}
 		return r
 	case errors.Is(cause, errShutdown):
-		return p.retry(log, ref, 0, "interrupted by shutdown: "+herr.Error())
+		return p.retry(log, ref, 0, "interrupted by shutdown: "+f.msg)
 	case errors.Is(cause, errHeartbeatFailure):
-		return p.deadLetter(log, ref, jobs.ReasonHeartbeatFailure, "heartbeats failed; cancelled: "+herr.Error())
+		return p.deadLetter(log, ref, jobs.ReasonHeartbeatFailure, "heartbeats failed; cancelled: "+f.msg)
 	case errors.Is(cause, errExecutionTimeout):
-		return p.deadLetter(log, ref, jobs.ReasonTimeout, fmt.Sprintf("execution timeout: the handler ran past its deadline %s: %v", j.Deadline.UTC().Format(time.RFC3339Nano), herr))
-	case IsPermanent(herr):
-		return p.deadLetter(log, ref, jobs.ReasonFatal, herr.Error())
+		return p.deadLetter(log, ref, jobs.ReasonTimeout, fmt.Sprintf("execution timeout: the handler ran past its deadline %s: %s", j.Deadline.UTC().Format(time.RFC3339Nano), f.msg))
+	case f.permanent:
+		return p.deadLetter(log, ref, jobs.ReasonFatal, f.msg)
 	case j.Attempt >= j.MaxAttempts:
-		return p.deadLetter(log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %v", j.Attempt, j.MaxAttempts, herr))
+		return p.deadLetter(log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %s", j.Attempt, j.MaxAttempts, f.msg))
 	default:
-		return p.retry(log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), herr.Error())
+		return p.retry(log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), f.msg)
 	}
 }
 
