@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
@@ -103,7 +104,7 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	case cfg.ConnectionString != "":
 		if cfg.Migrate {
 			if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
-				return nil, fmt.Errorf("chokaq: migrate: %w", sqlserver.RedactError(err, cfg.ConnectionString))
+				return nil, fmt.Errorf("chokaq: migrate: %w", redact.Error(err, cfg.ConnectionString))
 			}
 		}
 		s, err := sqlserver.Open(ctx, cfg.ConnectionString,

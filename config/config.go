@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schema"
@@ -218,5 +219,5 @@ func clonePtr[T any](p *T) *T {
 // RedactedConnectionString is the connection string with its password
 // replaced by "xxxxx", for display and logs; "" when none is set.
 func (c *Config) RedactedConnectionString() string {
-	return redact(c.ConnectionString)
+	return redact.DSN(c.ConnectionString)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/chokaq/chokaq-go/internal/redact"
 )
 
 // ErrInvalid is wrapped by every error about a key or its value: unknown
@@ -41,7 +43,7 @@ func (e *Error) Error() string {
 		b.WriteString(" = ")
 		// Redacted again here because Error's fields are exported and a
 		// caller may build one; a password must not leak that way either.
-		b.WriteString(displayValue(redact(e.Value)))
+		b.WriteString(displayValue(redact.DSN(e.Value)))
 	}
 	if e.Source != "" {
 		b.WriteString(" (")
@@ -49,7 +51,7 @@ func (e *Error) Error() string {
 		b.WriteString(")")
 	}
 	b.WriteString(": ")
-	b.WriteString(redact(e.Rule)) // a rule may quote a value
+	b.WriteString(redact.DSN(e.Rule)) // a rule may quote a value
 	return b.String()
 }
 
@@ -68,13 +70,13 @@ func displayValue(s string) string {
 // newError builds an *Error with the value and rule redacted, so that the
 // fields are safe to log one by one. The value of a key whose name says it
 // holds a secret is hidden whole: only connection strings have a shape
-// redact recognises.
+// redact.DSN recognises.
 func newError(key, value, source, rule string) *Error {
-	value = redact(value)
+	value = redact.DSN(value)
 	if value != "" && secretName(key) {
-		value = redacted
+		value = redact.Mask
 	}
-	return &Error{Key: key, Value: value, Source: source, Rule: redact(rule)}
+	return &Error{Key: key, Value: value, Source: source, Rule: redact.DSN(rule)}
 }
 
 // secretName reports whether a key's last segment names a secret, such as

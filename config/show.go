@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -12,53 +13,53 @@ import (
 // The show* types give String the layout of appsettings.yaml: same key
 // names, same order, so its output can be pasted back into a file.
 type showFile struct {
-	ChokaQ showChokaQ `yaml:"ChokaQ"`
+	ChokaQ showChokaQ `yaml:"ChokaQ" json:"ChokaQ"`
 }
 
 type showChokaQ struct {
-	ConnectionString string               `yaml:"ConnectionString"`
-	Schema           string               `yaml:"Schema"`
-	Storage          string               `yaml:"Storage"`
-	WorkerID         string               `yaml:"WorkerId"`
-	Queues           []string             `yaml:"Queues"`
-	Execution        showExecution        `yaml:"Execution"`
-	Retry            showRetry            `yaml:"Retry"`
-	Recovery         showRecovery         `yaml:"Recovery"`
-	QueueSettings    map[string]showQueue `yaml:"QueueSettings,omitempty"`
+	ConnectionString string               `yaml:"ConnectionString" json:"ConnectionString"`
+	Schema           string               `yaml:"Schema" json:"Schema"`
+	Storage          string               `yaml:"Storage" json:"Storage"`
+	WorkerID         string               `yaml:"WorkerId" json:"WorkerId"`
+	Queues           []string             `yaml:"Queues" json:"Queues"`
+	Execution        showExecution        `yaml:"Execution" json:"Execution"`
+	Retry            showRetry            `yaml:"Retry" json:"Retry"`
+	Recovery         showRecovery         `yaml:"Recovery" json:"Recovery"`
+	QueueSettings    map[string]showQueue `yaml:"QueueSettings,omitempty" json:"QueueSettings,omitempty"`
 }
 
 type showExecution struct {
-	Concurrency               int    `yaml:"Concurrency"`
-	PrefetchSize              int    `yaml:"PrefetchSize"`
-	BatchSize                 int    `yaml:"BatchSize"`
-	PollInterval              string `yaml:"PollInterval"`
-	DefaultTimeout            string `yaml:"DefaultTimeout"`
-	HeartbeatIntervalMin      string `yaml:"HeartbeatIntervalMin"`
-	HeartbeatIntervalMax      string `yaml:"HeartbeatIntervalMax"`
-	HeartbeatFailureThreshold int    `yaml:"HeartbeatFailureThreshold"`
-	CancelOnHeartbeatFailure  bool   `yaml:"CancelOnHeartbeatFailure"`
-	ShutdownTimeout           string `yaml:"ShutdownTimeout"`
+	Concurrency               int    `yaml:"Concurrency" json:"Concurrency"`
+	PrefetchSize              int    `yaml:"PrefetchSize" json:"PrefetchSize"`
+	BatchSize                 int    `yaml:"BatchSize" json:"BatchSize"`
+	PollInterval              string `yaml:"PollInterval" json:"PollInterval"`
+	DefaultTimeout            string `yaml:"DefaultTimeout" json:"DefaultTimeout"`
+	HeartbeatIntervalMin      string `yaml:"HeartbeatIntervalMin" json:"HeartbeatIntervalMin"`
+	HeartbeatIntervalMax      string `yaml:"HeartbeatIntervalMax" json:"HeartbeatIntervalMax"`
+	HeartbeatFailureThreshold int    `yaml:"HeartbeatFailureThreshold" json:"HeartbeatFailureThreshold"`
+	CancelOnHeartbeatFailure  bool   `yaml:"CancelOnHeartbeatFailure" json:"CancelOnHeartbeatFailure"`
+	ShutdownTimeout           string `yaml:"ShutdownTimeout" json:"ShutdownTimeout"`
 }
 
 type showRetry struct {
-	MaxAttempts       int     `yaml:"MaxAttempts"`
-	BaseDelay         string  `yaml:"BaseDelay"`
-	MaxDelay          string  `yaml:"MaxDelay"`
-	BackoffMultiplier float64 `yaml:"BackoffMultiplier"`
-	JitterMaxDelay    string  `yaml:"JitterMaxDelay"`
+	MaxAttempts       int     `yaml:"MaxAttempts" json:"MaxAttempts"`
+	BaseDelay         string  `yaml:"BaseDelay" json:"BaseDelay"`
+	MaxDelay          string  `yaml:"MaxDelay" json:"MaxDelay"`
+	BackoffMultiplier float64 `yaml:"BackoffMultiplier" json:"BackoffMultiplier"`
+	JitterMaxDelay    string  `yaml:"JitterMaxDelay" json:"JitterMaxDelay"`
 }
 
 type showRecovery struct {
-	ScanInterval            string `yaml:"ScanInterval"`
-	FetchedJobTimeout       string `yaml:"FetchedJobTimeout"`
-	ProcessingZombieTimeout string `yaml:"ProcessingZombieTimeout"`
+	ScanInterval            string `yaml:"ScanInterval" json:"ScanInterval"`
+	FetchedJobTimeout       string `yaml:"FetchedJobTimeout" json:"FetchedJobTimeout"`
+	ProcessingZombieTimeout string `yaml:"ProcessingZombieTimeout" json:"ProcessingZombieTimeout"`
 }
 
 type showQueue struct {
-	Paused                  *bool `yaml:"Paused,omitempty"`
-	MaxWorkers              *int  `yaml:"MaxWorkers,omitempty"`
-	ZombieTimeoutSeconds    *int  `yaml:"ZombieTimeoutSeconds,omitempty"`
-	ExecutionTimeoutSeconds *int  `yaml:"ExecutionTimeoutSeconds,omitempty"`
+	Paused                  *bool `yaml:"Paused,omitempty" json:"Paused,omitempty"`
+	MaxWorkers              *int  `yaml:"MaxWorkers,omitempty" json:"MaxWorkers,omitempty"`
+	ZombieTimeoutSeconds    *int  `yaml:"ZombieTimeoutSeconds,omitempty" json:"ZombieTimeoutSeconds,omitempty"`
+	ExecutionTimeoutSeconds *int  `yaml:"ExecutionTimeoutSeconds,omitempty" json:"ExecutionTimeoutSeconds,omitempty"`
 }
 
 // String renders the configuration as appsettings.yaml would hold it, with
@@ -66,6 +67,37 @@ type showQueue struct {
 // environment and the resolved storage. It is meant for `chokaq config
 // show`-style output.
 func (c *Config) String() string {
+	env := c.Environment
+	if env == "" {
+		env = "(none)"
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# environment: %s; storage: %s\n", env, c.StorageKind())
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c.shown()); err != nil {
+		// Only plain strings, numbers and maps of them are encoded, which
+		// cannot fail; say so rather than hide it if that ever changes.
+		fmt.Fprintf(&b, "# cannot render: %v\n", err)
+	}
+	_ = enc.Close()
+	return b.String()
+}
+
+// MarshalJSON renders the configuration in String's layout, as JSON: the
+// appsettings keys, durations in Go's form ("15m"), the connection string's
+// password replaced, and the environment and resolved storage beside the
+// ChokaQ section.
+func (c *Config) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Environment string     `json:"Environment"`
+		Storage     string     `json:"ResolvedStorage"`
+		ChokaQ      showChokaQ `json:"ChokaQ"`
+	}{c.Environment, c.StorageKind(), c.shown().ChokaQ})
+}
+
+// shown is the configuration in the layout of appsettings.yaml.
+func (c *Config) shown() showFile {
 	d := shortDuration
 	f := showFile{ChokaQ: showChokaQ{
 		ConnectionString: c.RedactedConnectionString(),
@@ -104,21 +136,7 @@ func (c *Config) String() string {
 			f.ChokaQ.QueueSettings[name] = showQueue(s)
 		}
 	}
-	env := c.Environment
-	if env == "" {
-		env = "(none)"
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "# environment: %s; storage: %s\n", env, c.StorageKind())
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
-		// Only plain strings, numbers and maps of them are encoded, which
-		// cannot fail; say so rather than hide it if that ever changes.
-		fmt.Fprintf(&b, "# cannot render: %v\n", err)
-	}
-	_ = enc.Close()
-	return b.String()
+	return f
 }
 
 // shortDuration is d.String() without its trailing zero units: "15m"

@@ -58,7 +58,7 @@ func syntaxError(path string, content []byte, err error) error {
 
 // quoteLine shows a source line in an error, tabs and all. A line that may
 // hold a secret is not shown: a file that does not parse is not known to be
-// a connection string redact would recognise.
+// a connection string redact.DSN would recognise.
 func quoteLine(text string) string {
 	lower := strings.ToLower(text)
 	for _, w := range []string{"password", "pwd", "secret", "token", "://"} {

@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
@@ -128,7 +129,8 @@ func (d *Dashboard) storeFailure(msg string, err error, fields ...zap.Field) str
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	ref := hex.EncodeToString(b)
-	d.log.Error(msg, append(fields, zap.String("ref", ref), zap.Error(err))...)
+	// A store's error may quote its connection string; the log is output too.
+	d.log.Error(msg, append(fields, zap.String("ref", ref), zap.String("error", redact.Text(err.Error(), "")))...)
 	return "the store failed (reference " + ref + ": the details are in the server log)"
 }
 

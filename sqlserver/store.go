@@ -13,6 +13,7 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/schema"
 )
@@ -90,13 +91,15 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 // Open connects to dsn and returns a store. The DSN gets an application name
 // (so operators can see chokaq sessions) unless it names one.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	// go-mssqldb parses the DSN here, before any I/O: an error is bad
+	// input. Either error may quote the DSN, so both are redacted.
 	db, err := sql.Open("sqlserver", WithAppName(dsn, "chokaq-go"))
 	if err != nil {
-		return nil, fmt.Errorf("sqlserver: open: %w", RedactError(err, dsn))
+		return nil, fmt.Errorf("%w %s: %w", ErrInvalidDSN, redact.DSN(dsn), redact.Error(err, dsn))
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("sqlserver: connect: %w", RedactError(err, dsn))
+		return nil, fmt.Errorf("sqlserver: cannot reach SQL Server at %s: %w", redact.DSN(dsn), redact.Error(err, dsn))
 	}
 	s, err := New(db, opts...)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/chokaq/chokaq-go/config"
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/schema"
@@ -99,7 +100,8 @@ func isUsage(err error) bool {
 	var ue *usageError
 	return errors.As(err, &ue) || errors.Is(err, config.ErrInvalid) || errors.Is(err, config.ErrSyntax) ||
 		errors.Is(err, errNeedsSQLServer) || errors.Is(err, jobs.ErrInvalidArgument) ||
-		errors.Is(err, jobs.ErrEmptyFilter) || errors.Is(err, schema.ErrInvalidName)
+		errors.Is(err, jobs.ErrEmptyFilter) || errors.Is(err, schema.ErrInvalidName) ||
+		errors.Is(err, sqlserver.ErrInvalidDSN)
 }
 
 // redact removes the connection string's password from text that reaches
@@ -109,10 +111,7 @@ func (a *app) redact(s string) string {
 	if a.cfg != nil && a.cfg.ConnectionString != "" {
 		cs = a.cfg.ConnectionString
 	}
-	if cs == "" {
-		return s
-	}
-	return sqlserver.RedactError(errors.New(s), cs).Error()
+	return redact.Text(s, cs)
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -222,7 +221,7 @@ func (a *app) openStore(ctx context.Context, needSQL bool) (jobs.Store, error) {
 	}
 	s, err := sqlserver.Open(ctx, cfg.ConnectionString, sqlserver.WithSchema(cfg.Schema), sqlserver.WithLogger(a.log))
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach SQL Server at %s: %w", sqlserver.RedactDSN(cfg.ConnectionString), err)
+		return nil, err
 	}
 	if err := s.CheckSchema(ctx); err != nil {
 		s.Close()
@@ -235,7 +234,7 @@ func (a *app) openStore(ctx context.Context, needSQL bool) (jobs.Store, error) {
 // migrate runs the schema migrations of the configured SQL Server.
 func (a *app) migrate(ctx context.Context, cfg *config.Config) error {
 	if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
-		return fmt.Errorf("migrate up: %w", sqlserver.RedactError(err, cfg.ConnectionString))
+		return fmt.Errorf("migrate up: %w", redact.Error(err, cfg.ConnectionString))
 	}
 	return nil
 }

@@ -17,10 +17,10 @@ import (
 
 	"github.com/chokaq/chokaq-go/config"
 	"github.com/chokaq/chokaq-go/dashboard"
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
-	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
 )
@@ -182,7 +182,7 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
-	what := "the " + sqlserver.RedactDSN(cfg.ConnectionString) + " store"
+	what := "the " + redact.DSN(cfg.ConnectionString) + " store"
 	if memory {
 		what = "the in-memory store with a demo workload (its data lives only as long as this command)"
 	} else if fl.demo {

@@ -14,10 +14,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
-	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
 )
@@ -150,7 +150,7 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		if err != nil {
 			return err
 		}
-		store, sum.Store = s, "SQL Server ("+sqlserver.RedactDSN(cfg.ConnectionString)+")"
+		store, sum.Store = s, "SQL Server ("+redact.DSN(cfg.ConnectionString)+")"
 	} else {
 		store = a.newMemStore()
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/sqlserver"
@@ -507,7 +508,7 @@ func TestSQLServerDemo(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil {
 		t.Fatalf("stdout is not the JSON summary: %v\n%s", err, r.stdout)
 	}
-	if !strings.HasPrefix(sum.Store, "SQL Server (") || sum.Store != "SQL Server ("+sqlserver.RedactDSN(dsn)+")" {
+	if !strings.HasPrefix(sum.Store, "SQL Server (") || sum.Store != "SQL Server ("+redact.DSN(dsn)+")" {
 		t.Fatalf("store %q", sum.Store)
 	}
 	if sum.DeadZombie != 1 || sum.DeadTimeout != 1 || sum.RecoveredFetched != 2 || sum.Retried < 10 ||

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chokaq/chokaq-go/config"
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
 )
@@ -52,7 +53,7 @@ func (a *app) migrateCommand() *cobra.Command {
 			}
 			cs, name := cfg.ConnectionString, cfg.Schema
 			if err := schema.Down(cmd.Context(), cs, name); err != nil {
-				return fmt.Errorf("migrate down: %w", sqlserver.RedactError(err, cs))
+				return fmt.Errorf("migrate down: %w", redact.Error(err, cs))
 			}
 			a.say("schema %s migrated down", name)
 			return nil
@@ -69,7 +70,7 @@ func (a *app) migrateCommand() *cobra.Command {
 			cs, name := cfg.ConnectionString, cfg.Schema
 			s, err := sqlserver.Open(cmd.Context(), cs, sqlserver.WithSchema(name))
 			if err != nil {
-				return fmt.Errorf("cannot reach SQL Server at %s: %w", sqlserver.RedactDSN(cs), err)
+				return err
 			}
 			defer s.Close()
 			v, dirty, err := schema.Status(cmd.Context(), s.DB(), name)
@@ -106,7 +107,7 @@ func (a *app) migrateCommand() *cobra.Command {
 			}
 			cs, name := cfg.ConnectionString, cfg.Schema
 			if err := schema.Force(cmd.Context(), cs, name, v); err != nil {
-				return fmt.Errorf("migrate force: %w", sqlserver.RedactError(err, cs))
+				return fmt.Errorf("migrate force: %w", redact.Error(err, cs))
 			}
 			a.say("schema %s recorded at version %d", name, v)
 			return nil

@@ -400,16 +400,26 @@ func TestEnvironmentOverlayAndPrecedence(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := runBinaryEnv(t, dir, tt.env, append(tt.args, "config", "show", "-o", "json")...)
 			wantExit(t, r, exitOK)
-			var c struct {
-				Environment, Schema string
-				Execution           struct{ Concurrency, BatchSize int }
+			var out struct {
+				Environment string
+				ChokaQ      struct {
+					Schema    string
+					Execution struct {
+						Concurrency, BatchSize int
+						PollInterval           string // Go's form, not nanoseconds
+					}
+				}
 			}
-			if err := json.Unmarshal([]byte(r.stdout), &c); err != nil {
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 				t.Fatalf("config show -o json: %v\n%s", err, r.stdout)
 			}
-			if c.Environment != tt.environment || c.Execution.Concurrency != tt.concurrency || c.Execution.BatchSize != tt.batch || c.Schema != tt.schema {
+			c := out.ChokaQ
+			if out.Environment != tt.environment || c.Execution.Concurrency != tt.concurrency || c.Execution.BatchSize != tt.batch || c.Schema != tt.schema {
 				t.Fatalf("got environment %q, concurrency %d, batch %d, schema %q; want %q, %d, %d, %q",
-					c.Environment, c.Execution.Concurrency, c.Execution.BatchSize, c.Schema, tt.environment, tt.concurrency, tt.batch, tt.schema)
+					out.Environment, c.Execution.Concurrency, c.Execution.BatchSize, c.Schema, tt.environment, tt.concurrency, tt.batch, tt.schema)
+			}
+			if c.Execution.PollInterval != "1s" {
+				t.Fatalf("PollInterval shown as %q, want 1s", c.Execution.PollInterval)
 			}
 		})
 	}

@@ -44,9 +44,7 @@ func (a *app) configCommand() *cobra.Command {
 				return err
 			}
 			if a.output == "json" {
-				shown := *cfg
-				shown.ConnectionString = cfg.RedactedConnectionString()
-				return a.print(shown, nil)
+				return a.print(cfg, nil) // Config.MarshalJSON: redacted, durations as text
 			}
 			fmt.Fprint(a.stdout, cfg.String())
 			return nil
