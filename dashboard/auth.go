@@ -22,10 +22,24 @@ import (
 // request passes with either. The zero value means no authentication, which
 // CheckListen allows only on a loopback address, and with which the
 // Dashboard serves only loopback clients (see Options.AllowedHosts).
+//
+// Failed attempts (a wrong bearer token, basic credentials or login-form
+// token) are logged, never the secret, and counted per client: its IP
+// address (an IPv6 client by its /64), which behind a reverse proxy is read
+// from Options.TrustedProxyHeader. The first 10 failures cost nothing.
+// After them, each failure makes the client wait before its next attempt
+// is checked at all: 1s after the 10th, then 2s, 4s and so on, at most 5
+// minutes; an attempt inside the wait gets 429 with Retry-After, even with
+// the right secret, and counts for nothing. So a guesser gets some 1500
+// tries a day at most, and an operator who shares its address still gets
+// in once the wait is over. A success clears the client's count, and failures are
+// forgotten 15 minutes after the last. A browser with an open login session
+// is not guessing and is never held up.
 type Auth struct {
-	// Token is accepted as "Authorization: Bearer <Token>", or typed into
-	// the login form, which then opens a server-side session named by a
-	// cookie. Use a long random string (at least MinTokenLength).
+	// Token is accepted as "Authorization: Bearer <Token>" (the scheme in
+	// any case), or typed into the login form, which then opens a
+	// server-side session named by a cookie. Use a long random string (at
+	// least MinTokenLength).
 	Token string
 	// BasicUser and BasicPassword are checked as HTTP basic credentials.
 	BasicUser, BasicPassword string
@@ -53,7 +67,8 @@ var (
 
 // The shortest secrets CheckListen accepts on a non-loopback address, in
 // characters, not counting surrounding spaces. Anyone who can reach the
-// port can try to guess them (slowly: failures are limited per address).
+// port can try to guess them (slowly: failures delay the client's next
+// attempts, see Auth).
 const (
 	MinTokenLength    = 16
 	MinPasswordLength = 8
@@ -144,14 +159,17 @@ type identity struct {
 
 type identityKey struct{}
 
-// identify returns who made r: set by authenticate, else from its
-// credentials (the open routes: the login form and its POST).
+// identify returns who made r: set by authenticate, else its login
+// session (the open routes: the login form and its POST). The open routes
+// read no secret from the Authorization header: a page that looked
+// different for the right token would let anyone test guesses there,
+// past the limit on failures.
 func (d *Dashboard) identify(r *http.Request) identity {
 	if id, ok := r.Context().Value(identityKey{}).(identity); ok {
 		return id
 	}
 	if d.opts.Auth.Enabled() {
-		if id, ok := d.credentials(r); ok {
+		if id, ok := d.loginSession(r); ok {
 			return id
 		}
 	}
@@ -177,25 +195,38 @@ func (d *Dashboard) actor(r *http.Request) string {
 // authenticate lets a request through when it carries valid credentials.
 // Browsers without them are sent to the login form (token) or asked for
 // basic credentials; anything else gets 401. Failed bearer and basic
-// attempts are logged and limited per client address.
+// attempts are logged and delay the client's next ones (see Auth).
 func (d *Dashboard) authenticate(next http.Handler) http.Handler {
 	if !d.opts.Auth.Enabled() {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// Only a request that offers a secret is a guess; a stale login
-		// cookie is not (session IDs cannot be guessed), so a browser left
-		// open across a restart does not lock its address out.
-		guess := r.Header.Get("Authorization") != ""
-		if guess && d.refuseBlocked(w, r) {
-			return
-		}
-		if id, ok := d.credentials(r); ok {
+		pass := func(id identity) {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), identityKey{}, id)))
+		}
+		// A live login session is no guess (session IDs cannot be
+		// guessed), so it passes even while its address is delayed; it is
+		// checked first for that, whatever Authorization header the
+		// browser sends besides.
+		if id, ok := d.loginSession(r); ok {
+			pass(id)
 			return
 		}
-		if guess {
-			d.authFailed(r, authScheme(r.Header.Get("Authorization")))
+		// Only a request that offers a secret is a guess; a stale login
+		// cookie is not, so a browser left open across a restart does not
+		// delay its address.
+		h := r.Header.Get("Authorization")
+		if h != "" {
+			client := d.clientAddr(r)
+			if d.refuseDelayed(w, client) {
+				return
+			}
+			if id, ok := d.credentials(r); ok {
+				d.failures.succeed(client)
+				pass(id)
+				return
+			}
+			d.authFailed(r, client, authScheme(h))
 		}
 		a := d.opts.Auth
 		switch {
@@ -226,25 +257,38 @@ func (d *Dashboard) RequireAuth(h http.Handler) http.Handler {
 	})
 }
 
-// refuseBlocked answers 429 when r's address has failed too often.
-func (d *Dashboard) refuseBlocked(w http.ResponseWriter, r *http.Request) bool {
-	wait, blocked := d.failures.blocked(clientAddr(r), d.now())
-	if !blocked {
-		return false
+// delayed reports whether client must still wait before an attempt is
+// checked, and sets Retry-After to the wait in whole seconds, rounded up
+// so a client that honours it is not refused again.
+func (d *Dashboard) delayed(w http.ResponseWriter, client string) (int, bool) {
+	wait := d.failures.wait(client, d.now())
+	if wait <= 0 {
+		return 0, false
 	}
 	secs := int((wait + time.Second - 1) / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	http.Error(w, fmt.Sprintf("too many failed authentication attempts from your address: try again in %d seconds", secs), http.StatusTooManyRequests)
-	return true
+	return secs, true
 }
 
-// authFailed logs a failed attempt, never the secret, and counts it.
-func (d *Dashboard) authFailed(r *http.Request, scheme string) {
-	addr := clientAddr(r)
-	d.log.Warn("dashboard: failed authentication", zap.String("remote", r.RemoteAddr), zap.String("scheme", scheme), zap.String("path", r.URL.Path))
-	if d.failures.fail(addr, d.now()) {
-		d.log.Warn("dashboard: too many failed authentication attempts; refusing more for a while",
-			zap.String("remote", addr), zap.Int("failures", maxFailures), zap.Duration("window", failureWindow))
+// refuseDelayed answers 429, without checking anything, while client must
+// wait after its failures.
+func (d *Dashboard) refuseDelayed(w http.ResponseWriter, client string) bool {
+	secs, delayed := d.delayed(w, client)
+	if delayed {
+		http.Error(w, fmt.Sprintf("too many failed authentication attempts from your address: try again in %d seconds", secs), http.StatusTooManyRequests)
+	}
+	return delayed
+}
+
+// authFailed logs a failed attempt of client, never the secret, and
+// counts it.
+func (d *Dashboard) authFailed(r *http.Request, client, scheme string) {
+	d.log.Warn("dashboard: failed authentication", zap.String("remote", r.RemoteAddr), zap.String("client", client),
+		zap.String("scheme", scheme), zap.String("path", r.URL.Path))
+	// Logged once, when the delays start; each later failure doubles them.
+	if n, wait := d.failures.fail(client, d.now()); n == maxFailures {
+		d.log.Warn("dashboard: too many failed authentication attempts; delaying further attempts",
+			zap.String("client", client), zap.Int("failures", n), zap.Duration("delay", wait), zap.Duration("max_delay", maxDelay))
 	}
 }
 
@@ -260,19 +304,41 @@ func authScheme(h string) string {
 	return "other"
 }
 
-// credentials checks the bearer token, the login cookie and the basic
-// credentials, secrets in constant time, and names the caller.
+// bearerToken returns the token of an Authorization header of the Bearer
+// scheme. RFC 7235 makes the scheme case-insensitive and puts one or more
+// spaces (not tabs) before the token.
+func bearerToken(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimLeft(tok, " ")
+	return tok, tok != ""
+}
+
+// loginSession checks the login cookie: a session the login form opened.
+func (d *Dashboard) loginSession(r *http.Request) (identity, bool) {
+	if d.opts.Auth.Token == "" {
+		return identity{}, false
+	}
+	c, err := r.Cookie(loginCookie)
+	if err != nil {
+		return identity{}, false
+	}
+	k, ok := d.sessions.check(c.Value, d.now())
+	if !ok {
+		return identity{}, false
+	}
+	return identity{actor: "token", principal: "login:" + k, session: k}, true
+}
+
+// credentials checks the bearer token and the basic credentials of the
+// Authorization header, in constant time, and names the caller.
 func (d *Dashboard) credentials(r *http.Request) (identity, bool) {
 	a := d.opts.Auth
-	h := r.Header.Get("Authorization")
 	if a.Token != "" {
-		if tok, ok := strings.CutPrefix(h, "Bearer "); ok && equalSecret(tok, a.Token) {
+		if tok, ok := bearerToken(r.Header.Get("Authorization")); ok && equalSecret(tok, a.Token) {
 			return identity{actor: "token", principal: "bearer"}, true
-		}
-		if c, err := r.Cookie(loginCookie); err == nil {
-			if k, ok := d.sessions.check(c.Value, d.now()); ok {
-				return identity{actor: "token", principal: "login:" + k, session: k}, true
-			}
 		}
 	}
 	if a.BasicUser != "" {
@@ -313,19 +379,19 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := d.safeNext(r.PostForm.Get("next"))
-	if wait, blocked := d.failures.blocked(clientAddr(r), d.now()); blocked {
-		secs := int((wait + time.Second - 1) / time.Second)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
+	client := d.clientAddr(r)
+	if secs, delayed := d.delayed(w, client); delayed {
 		d.render(w, r, http.StatusTooManyRequests, "login", "Log in", "",
 			loginData{Next: next, Error: fmt.Sprintf("Too many failed attempts from your address: try again in %d seconds.", secs)})
 		return
 	}
 	if !equalSecret(r.PostForm.Get("token"), d.opts.Auth.Token) {
 		d.log.Warn("dashboard: failed login", zapActor(d.actor(r)))
-		d.authFailed(r, "form")
+		d.authFailed(r, client, "form")
 		d.render(w, r, http.StatusUnauthorized, "login", "Log in", "", loginData{Next: next, Error: "That token is not right."})
 		return
 	}
+	d.failures.succeed(client)
 	http.SetCookie(w, d.cookie(r, loginCookie, d.sessions.create(d.now()), int(sessionMax/time.Second)))
 	// A fresh CSRF session too: nothing from before the login carries over.
 	d.newCSRFSession(w, r)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -35,7 +36,7 @@ const (
 
 // Body limits. Forms are small except the job actions': an edited payload
 // of the store's default limit (1 MiB), which form encoding can triple
-// (JSON's quotes, colons and braces become %XX), and up to MaxFilterIDs
+// (JSON's quotes, colons and braces become %XX), and up to MaxSelected
 // selected IDs.
 const (
 	smallForm      = 16 << 10
@@ -113,6 +114,10 @@ func (d *Dashboard) parsePost(w http.ResponseWriter, r *http.Request, limit int6
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return http.StatusRequestTimeout, errors.New("the form took too long to arrive")
+		}
+		// net/url gives no error value to test for, only this text.
+		if strings.Contains(err.Error(), "number of URL query parameters exceeded limit") {
+			return http.StatusBadRequest, errors.New("too many fields: " + tooManySelected())
 		}
 		return http.StatusBadRequest, err
 	}

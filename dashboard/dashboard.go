@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"strings"
@@ -24,7 +25,10 @@ type Options struct {
 	BasePath string
 	// ReadOnly hides every action and refuses action POSTs with 403.
 	ReadOnly bool
-	// Auth, when set, is required for every page and action.
+	// Auth, when set, is required for every page and action. Failed
+	// attempts are counted per client; after 10, each failure makes that
+	// client wait before its next attempt is checked (1s, doubling to at
+	// most 5 minutes; see Auth).
 	Auth Auth
 	// AllowedHosts are host names (or IP addresses; a port is ignored) the
 	// dashboard answers to besides the loopback ones: localhost,
@@ -58,6 +62,19 @@ type Options struct {
 	// ConsoleHistory is how many console events are kept for pages opened
 	// later (200).
 	ConsoleHistory int
+	// TrustedProxyHeader names the header in which reverse proxies pass on
+	// the client's address, "X-Forwarded-For" or one that holds a single
+	// address such as "X-Real-IP", so that failed authentication is
+	// counted per client rather than for the proxy, which every client
+	// shares. It is read only from a request that connects from one of
+	// TrustedProxies, else ignored: any client can send it. Of
+	// X-Forwarded-For, the right-most address that is not a trusted proxy
+	// is the client. A value that is not an address counts as the proxy.
+	TrustedProxyHeader string
+	// TrustedProxies are the IP addresses or CIDR prefixes (10.0.0.0/8)
+	// of the proxies whose TrustedProxyHeader is believed. Both or neither
+	// must be set.
+	TrustedProxies []string
 }
 
 // DefaultPollInterval is the refresh period when Options.PollInterval is zero.
@@ -82,6 +99,10 @@ type Dashboard struct {
 	anyHost  bool            // AllowedHosts has "*"
 	sessions *sessions
 	failures *limiter
+	// proxyHeader and proxies are Options.TrustedProxyHeader, canonical,
+	// and Options.TrustedProxies, parsed.
+	proxyHeader string
+	proxies     []netip.Prefix
 	// now is the clock of login sessions and the failure limiter; tests
 	// move it.
 	now func() time.Time
@@ -120,6 +141,14 @@ func New(store jobs.Store, opts Options) (*Dashboard, error) {
 	if err != nil {
 		return nil, err
 	}
+	proxies, err := trustedProxies(opts.TrustedProxies)
+	if err != nil {
+		return nil, err
+	}
+	header, err := proxyHeader(opts.TrustedProxyHeader, len(proxies))
+	if err != nil {
+		return nil, err
+	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
@@ -135,7 +164,8 @@ func New(store jobs.Store, opts Options) (*Dashboard, error) {
 		return nil, err
 	}
 	d := &Dashboard{store: store, opts: opts, base: base, log: opts.Logger, pages: pages, secret: secret,
-		hosts: hosts, anyHost: anyHost, sessions: newSessions(), failures: newLimiter(), now: time.Now, bodyTimeout: formReadTimeout}
+		hosts: hosts, anyHost: anyHost, sessions: newSessions(), failures: newLimiter(), proxyHeader: header, proxies: proxies,
+		now: time.Now, bodyTimeout: formReadTimeout}
 	d.hub = newHub(opts.ConsoleHistory, opts.MaxStreams, d.poll)
 	d.handler = d.routes()
 	return d, nil

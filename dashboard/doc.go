@@ -24,9 +24,15 @@
 // back, and then touch exactly those rows; ReadOnly hides and refuses them
 // all. Options.Auth guards the whole dashboard with a bearer token (or a
 // login form that opens a server-side session) and/or HTTP basic
-// credentials, with failed attempts limited per client address.
-// RequireAuth puts the same guard on handlers served beside it, such as
-// metrics. CheckListen refuses to serve on a non-loopback address without
+// credentials. Failed attempts are counted per client address: after 10,
+// each failure makes that client wait before its next attempt is checked,
+// 1s and doubling to at most 5 minutes, so guessing is slow but the right
+// secret still gets in once the wait is over, and an open login session
+// is never held up (see Auth). Behind a reverse proxy, set
+// Options.TrustedProxyHeader and Options.TrustedProxies so each client is
+// counted by its own address rather than the proxy's. RequireAuth puts
+// the same guard on handlers served beside it, such as metrics.
+// CheckListen refuses to serve on a non-loopback address without
 // credentials, or with short ones.
 //
 // A service that embeds the dashboard decides where it listens, so

@@ -38,10 +38,14 @@ type filterForm struct {
 	Queue, Type, Status, Reason, From, To, Text string
 }
 
-// readFilterForm takes the fields that apply to table t.
+// readFilterForm takes the fields that apply to table t, trimmed: a field
+// of spaces is no filter, and must count as none when a bulk action asks
+// whether the filter is empty, or it would act on every job. That holds
+// for the text too, though it would match only rows with a space in them:
+// which rows those are, the operator cannot see.
 func readFilterForm(v url.Values, t jobs.Table) filterForm {
 	get := func(k string) string { return strings.TrimSpace(v.Get(k)) }
-	ff := filterForm{Table: t, Queue: get("queue"), Type: get("type"), Text: v.Get("text")}
+	ff := filterForm{Table: t, Queue: get("queue"), Type: get("type"), Text: get("text")}
 	switch t {
 	case jobs.TableHot:
 		ff.Status = get("status")
@@ -153,11 +157,26 @@ func parseID(field, s string) (int64, error) {
 	return id, nil
 }
 
+// MaxSelected caps the jobs a bulk form selects by ID. jobs.MaxFilterIDs
+// would allow 10000, but net/url refuses a form of more than 10000 fields
+// (GODEBUG urlmaxqueryparams), and a bulk form carries a dozen more: the
+// scope, the filter, "all", the payload fields, the CSRF token, and on the
+// confirmation step the count and its time. Half the limit leaves room for
+// those and for fields a later version adds.
+const MaxSelected = 5000
+
+// tooManySelected is the message for a selection over MaxSelected, and for
+// a form that has too many fields for net/url at all: a selection is what
+// makes a form that big.
+func tooManySelected() string {
+	return fmt.Sprintf("at most %d jobs can be selected at once", MaxSelected)
+}
+
 // parseIDs reads the selected job IDs of a bulk form, each once, so a
 // count of them is a count of jobs.
 func parseIDs(ss []string) ([]int64, error) {
-	if len(ss) > jobs.MaxFilterIDs {
-		return nil, badInput("at most %d jobs can be selected at once", jobs.MaxFilterIDs)
+	if len(ss) > MaxSelected {
+		return nil, badInput("%d jobs selected: %s", len(ss), tooManySelected())
 	}
 	ids := make([]int64, 0, len(ss))
 	seen := make(map[int64]bool, len(ss))
