@@ -48,6 +48,10 @@ const (
 	keySep = "\x1f"
 )
 
+// errNotDir is wrapped with fs.ErrNotExist: a file where a directory was
+// named is as missing as no file at all.
+var errNotDir = fmt.Errorf("not a directory: %w", fs.ErrNotExist)
+
 // setting is one key = value from one source, as written.
 type setting struct {
 	// path is the key path relative to the ChokaQ section. For a file key
@@ -94,6 +98,15 @@ func Load(opts Options) (*Config, error) {
 	base, required := opts.File, true
 	if base == "" {
 		base, required = filepath.Join(opts.Dir, baseFile), false
+		// The file in it is optional, the directory named is not: a
+		// mistyped --config-dir must not run on silent defaults.
+		if opts.Dir != "" {
+			if fi, err := os.Stat(opts.Dir); err != nil {
+				return nil, fmt.Errorf("config: configuration directory: %w", err)
+			} else if !fi.IsDir() {
+				return nil, fmt.Errorf("config: configuration directory %s: %w", opts.Dir, errNotDir)
+			}
+		}
 	}
 	environment, environmentSource := opts.Environment, "Options.Environment"
 	if environment == "" {

@@ -129,6 +129,18 @@ func toInt(raw any) (int, bool) {
 	return 0, false
 }
 
+// toFloat accepts a float, or a string holding a number.
+func toFloat(raw any) (float64, bool) {
+	switch v := raw.(type) {
+	case float64:
+		return v, true
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		return f, err == nil
+	}
+	return 0, false
+}
+
 // isNumber reports whether raw is a plain number, typed or in a string.
 func isNumber(raw any) bool {
 	switch v := raw.(type) {
@@ -141,8 +153,9 @@ func isNumber(raw any) bool {
 	return false
 }
 
-// parseSeconds reads a plain integer as seconds, anything else as a
-// duration.
+// parseSeconds reads a plain number as seconds, anything else as a
+// duration. YAML reads 1e3 as a float, and a float is still a number of
+// seconds: 1e3 is 1000s, 1.5 is 1.5s.
 func parseSeconds(raw any) (time.Duration, string) {
 	const maxSeconds = math.MaxInt64 / int64(time.Second)
 	if n, ok := toInt(raw); ok {
@@ -150,6 +163,12 @@ func parseSeconds(raw any) (time.Duration, string) {
 			return 0, ruleSeconds
 		}
 		return time.Duration(n) * time.Second, ""
+	}
+	if f, ok := toFloat(raw); ok {
+		if math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > float64(maxSeconds) {
+			return 0, ruleSeconds
+		}
+		return time.Duration(math.Round(f * float64(time.Second))), ""
 	}
 	s, ok := raw.(string)
 	if !ok {

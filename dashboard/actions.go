@@ -3,6 +3,7 @@ package dashboard
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -169,44 +170,34 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 	typed := strings.TrimSpace(form.Get("confirm"))
 	changed := false
 	if want, err := strconv.ParseInt(typed, 10, 64); err == nil && want > 0 && strconv.FormatInt(want, 10) == typed {
-		counted, err := boundBy(f, form.Get(asofField))
+		asof, err := parseAsOf(form.Get(asofField))
 		if err != nil {
 			d.failErr(w, r, err)
 			return
 		}
-		// Counting first spares listing a table for a mistyped number.
-		n, err := d.store.CountJobs(ctx, o.table, counted)
-		if err != nil {
+		sel := jobs.Selection{Table: o.table, Filter: f, AsOf: asof, Count: want}
+		ids, err := sel.IDs(ctx, d.store)
+		switch {
+		case err == nil:
+			d.runBulk(w, r, o, ids, what, back)
+			return
+		case !errors.Is(err, jobs.ErrSelectionChanged):
 			d.failErr(w, r, err)
 			return
-		}
-		if n == want {
-			ids, err := d.matchingIDs(ctx, o.table, counted, want)
-			if err != nil {
-				d.failErr(w, r, err)
-				return
-			}
-			if int64(len(ids)) == want {
-				d.runBulk(w, r, o, ids, what, back)
-				return
-			}
 		}
 		// The number typed was right when counted, or is the one shown:
 		// the rows changed under the operator, not the typing.
-		changed = n == want || typed == form.Get(shownField)
+		sce, _ := errors.AsType[*jobs.SelectionChangedError](err)
+		changed = sce != nil && sce.Counted == want || typed == form.Get(shownField)
 	}
 
 	// Show (again) what the action would touch now.
-	asof, err := d.store.Now(ctx)
+	sel, err := jobs.Preview(ctx, d.store, o.table, f)
 	if err != nil {
 		d.failErr(w, r, err)
 		return
 	}
-	n, err := d.store.CountJobs(ctx, o.table, f)
-	if err != nil {
-		d.failErr(w, r, err)
-		return
-	}
+	n := sel.Count
 	if n == 0 {
 		d.redirectWithFlash(w, r, back, fmt.Sprintf("Nothing to %s: no %s match.", o.verb, kinds(o.table)))
 		return
@@ -224,7 +215,7 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 			c.Fields = append(c.Fields, field{k, v})
 		}
 	}
-	c.Fields = append(c.Fields, field{asofField, asof.UTC().Format(time.RFC3339Nano)}, field{shownField, strconv.FormatInt(n, 10)})
+	c.Fields = append(c.Fields, field{asofField, sel.AsOf.UTC().Format(time.RFC3339Nano)}, field{shownField, strconv.FormatInt(n, 10)})
 	status := http.StatusOK
 	switch {
 	case changed:
@@ -237,42 +228,17 @@ func (d *Dashboard) act(w http.ResponseWriter, r *http.Request, o op) {
 	d.render(w, r, status, "confirm", "Confirm "+o.verb, navOf(o.table), c)
 }
 
-// boundBy narrows f to the rows that reached their table before the
-// confirmation's time (asof, RFC 3339; "" leaves f as it is).
-func boundBy(f jobs.Filter, asof string) (jobs.Filter, error) {
+// parseAsOf reads the confirmation's time (RFC 3339); "" is the zero time,
+// which bounds nothing.
+func parseAsOf(asof string) (time.Time, error) {
 	if asof == "" {
-		return f, nil
+		return time.Time{}, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, asof)
 	if err != nil {
-		return f, badInput("asof %q: want an RFC 3339 time", asof)
+		return time.Time{}, badInput("asof %q: want an RFC 3339 time", asof)
 	}
-	if f.To.IsZero() || t.Before(f.To) {
-		f.To = t
-	}
-	return f, nil
-}
-
-// matchingIDs lists the IDs of the rows of t that match f, a page of at
-// most jobs.MaxPageSize at a time, stopping once it has more than limit:
-// that is enough to tell the selection changed.
-func (d *Dashboard) matchingIDs(ctx context.Context, t jobs.Table, f jobs.Filter, limit int64) ([]int64, error) {
-	var ids []int64
-	p := jobs.ListParams{Table: t, Filter: f, Limit: int(min(limit+1, jobs.MaxPageSize))}
-	for int64(len(ids)) <= limit {
-		page, err := d.store.ListJobs(ctx, p)
-		if err != nil {
-			return nil, err
-		}
-		for _, j := range page.Jobs {
-			ids = append(ids, j.ID)
-		}
-		if page.NextBeforeID == 0 {
-			break
-		}
-		p.BeforeID = page.NextBeforeID
-	}
-	return ids, nil
+	return t, nil
 }
 
 // runBulk acts on exactly ids, at most jobs.MaxFilterIDs at a time.

@@ -6,18 +6,35 @@ import (
 )
 
 // Store is the port between chokaq-go's policy (processor, rescue, operator
-// tools) and a storage backend. Every method is safe for concurrent use.
+// tools) and a storage backend: every role at once. Each part of chokaq-go
+// takes only the role it uses (the processor a Worker, the rescue loop a
+// Rescuer, the dashboard and the command an Admin), so a store written for
+// one role need not implement the others, and a capability added later is a
+// role or an optional interface of its own, detected by the caller.
 //
-// Transitions follow DESIGN section 4. Worker transitions take a LeaseRef and
+// Every method is safe for concurrent use. Transitions follow
+// docs/design.md (Transitions). Worker transitions take a LeaseRef and
 // return ErrLeaseLost when the lease no longer matches the job in the
 // expected status; they then change nothing.
 type Store interface {
+	Enqueuer
+	Worker
+	Rescuer
+	Admin
+}
+
+// Enqueuer adds jobs.
+type Enqueuer interface {
 	// Enqueue adds one job (new -> Pending).
 	Enqueue(ctx context.Context, p EnqueueParams) (EnqueueResult, error)
 	// EnqueueMany adds jobs atomically: all of them or none. Results are in
 	// input order. A key repeated within the batch resolves to its first job.
 	EnqueueMany(ctx context.Context, ps []EnqueueParams) ([]EnqueueResult, error)
+}
 
+// Worker is what a processor needs: claim, start, heartbeat and settle
+// jobs under their leases, and read which queues are paused.
+type Worker interface {
 	// Claim moves up to Limit due Pending jobs of the named queues to Fetched
 	// for WorkerID, each with a new lease. Paused queues give nothing, and a
 	// queue's MaxWorkers caps its Fetched plus Processing jobs fleet-wide.
@@ -39,7 +56,13 @@ type Store interface {
 	// Release returns Fetched jobs to Pending without touching AttemptCount.
 	// Stale refs are skipped; it returns how many were released.
 	Release(ctx context.Context, refs []LeaseRef) (int, error)
+	// Queues lists the queue control rows.
+	Queues(ctx context.Context) ([]QueueSettings, error)
+}
 
+// Rescuer is what the rescue loop needs: the three phases, each one
+// bounded statement.
+type Rescuer interface {
 	// RescueFetched (phase 1) returns Fetched jobs whose status is older
 	// than Timeout to Pending.
 	RescueFetched(ctx context.Context, p RescueParams) ([]Rescued, error)
@@ -50,7 +73,11 @@ type Store interface {
 	// RescueExpired (phase 3) moves Processing jobs past their DeadlineAt to
 	// the DLQ with ReasonTimeout. Timeout is ignored.
 	RescueExpired(ctx context.Context, p RescueParams) ([]Rescued, error)
+}
 
+// Admin is what operator tools need: look jobs up, bring dead letters back,
+// purge, and read and change queue settings.
+type Admin interface {
 	// Resurrect moves dead letters back to Pending (AttemptCount reset, ID
 	// kept) and returns how many moved, also when it fails part way.
 	Resurrect(ctx context.Context, p ResurrectParams) (int, error)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +28,9 @@ const (
 	exitOK      = 0
 	exitRuntime = 1
 	exitUsage   = 2
+	// exitNotFound: the job named, or every job a filter could select,
+	// does not exist; nothing changed.
+	exitNotFound = 3
 )
 
 // usageError marks an error that is the caller's input, not the system's.
@@ -36,6 +40,15 @@ func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
 func usage(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
+
+// notFoundError: what the command was asked to show or change does not
+// exist (exit 3).
+type notFoundError struct{ err error }
+
+func (e *notFoundError) Error() string { return e.err.Error() }
+func (e *notFoundError) Unwrap() error { return e.err }
+
+func notFound(format string, args ...any) error { return &notFoundError{fmt.Errorf(format, args...)} }
 
 // errNeedsSQLServer: the command needs a database and none is configured.
 var errNeedsSQLServer = errors.New("this command needs SQL Server: set ChokaQ.ConnectionString in appsettings.yaml, " +
@@ -56,6 +69,9 @@ type app struct {
 
 	cfg *config.Config
 	log *zap.Logger
+	// in reads stdin line by line across questions (a bulk action may ask
+	// twice); nil until the first question.
+	in *bufio.Reader
 	// newMemStore makes the store of a memory-backed command; tests share one.
 	newMemStore func() jobs.Store
 	// closers run when the command ends (the stores it opened).
@@ -92,6 +108,9 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	fmt.Fprintln(a.stderr, "chokaq: "+a.redact(err.Error()))
 	if isUsage(err) {
 		return exitUsage
+	}
+	if _, ok := errors.AsType[*notFoundError](err); ok {
+		return exitNotFound
 	}
 	return exitRuntime
 }
@@ -237,6 +256,14 @@ func (a *app) migrate(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("migrate up: %w", redact.Error(err, cfg.ConnectionString))
 	}
 	return nil
+}
+
+// input is stdin, buffered once for every question the command asks.
+func (a *app) input() *bufio.Reader {
+	if a.in == nil {
+		a.in = bufio.NewReader(a.stdin)
+	}
+	return a.in
 }
 
 // print writes v as JSON, or calls table to write a human table.

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -132,6 +133,9 @@ func (a *app) dlqShowCommand() *cobra.Command {
 				return err
 			}
 			j, err := s.GetJob(cmd.Context(), id)
+			if errors.Is(err, jobs.ErrJobNotFound) {
+				return notFound("job %d not found: no table holds it (hot, archive or dead-letter queue); it may have been purged", id)
+			}
 			if err != nil {
 				return err
 			}
@@ -209,28 +213,15 @@ func (a *app) dlqBulkCommand(op string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			n, err := s.CountJobs(cmd.Context(), jobs.TableDLQ, f)
+			confirmed, done, err := a.bulkConfirmed(cmd.Context(), s, op, f, yes, body)
 			if err != nil {
 				return err
 			}
-			if n == 0 {
-				a.say("no dead letters match; nothing to %s", op)
-				return nil
-			}
-			if !yes {
-				if err := a.confirm(op, n); err != nil {
-					return err
-				}
-			}
-			done, err := a.bulk(cmd.Context(), s, op, f, n, body)
 			result := struct {
 				Operation string `json:"operation"`
-				Matched   int64  `json:"matched"`
+				Confirmed int    `json:"confirmed"`
 				Done      int    `json:"done"`
-			}{op, n, done}
-			if err != nil {
-				return fmt.Errorf("%s stopped after %d of %d dead letters: %w", op, done, n, err)
-			}
+			}{op, confirmed, done}
 			return a.print(result, func(w *tabwriter.Writer) {
 				verb := map[string]string{"resurrect": "resurrected", "purge": "purged"}[op]
 				fmt.Fprintf(w, "%s %d dead letters\n", verb, done)
@@ -247,50 +238,104 @@ func (a *app) dlqBulkCommand(op string) *cobra.Command {
 	return c
 }
 
-// confirm asks the operator to type the number of jobs.
+// maxAsks bounds how often a bulk action asks again because the dead
+// letters changed between the count and the action.
+const maxAsks = 5
+
+// bulkConfirmed previews the dead letters f selects, asks the operator to
+// type their number (unless yes), then acts on exactly those jobs: the ones
+// that matched and had been dead-lettered when they were counted, listed by
+// ID, never one that arrived while the operator typed. If the number no
+// longer holds, it says so and asks again. It returns how many were
+// confirmed and how many the action changed; fewer change when some left
+// the queue between the listing and the action, and it says so.
+func (a *app) bulkConfirmed(ctx context.Context, s jobs.Store, op string, f jobs.Filter, yes bool, payload []byte) (confirmed, done int, err error) {
+	sel, err := jobs.Preview(ctx, s, jobs.TableDLQ, f)
+	if err != nil {
+		return 0, 0, err
+	}
+	var ids []int64
+	for asks := 1; ; asks++ {
+		if sel.Count == 0 {
+			if len(f.IDs) > 0 {
+				return 0, 0, notFound("none of the %d jobs named is a dead letter; nothing to %s", len(uniqueIDs(f.IDs)), op)
+			}
+			return 0, 0, notFound("no dead letters match; nothing to %s", op)
+		}
+		if named := len(uniqueIDs(f.IDs)); named > 0 && sel.Count < int64(named) {
+			fmt.Fprintf(a.stderr, "%d of the %d jobs named are dead letters; the others are not (see chokaq dlq show ID)\n", sel.Count, named)
+		}
+		if !yes {
+			if err := a.confirm(op, sel.Count); err != nil {
+				return 0, 0, err
+			}
+		}
+		ids, err = sel.IDs(ctx, s)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, jobs.ErrSelectionChanged) || asks == maxAsks {
+			return 0, 0, err
+		}
+		if sel, err = jobs.Preview(ctx, s, jobs.TableDLQ, f); err != nil {
+			return 0, 0, err
+		}
+		fmt.Fprintf(a.stderr, "The dead letters changed since they were counted: %d match now. Nothing was changed.\n", sel.Count)
+	}
+	done, err = a.bulk(ctx, s, op, ids, payload)
+	if err != nil {
+		return len(ids), done, fmt.Errorf("%s stopped after %d of %d dead letters: %w", op, done, len(ids), err)
+	}
+	if done < len(ids) {
+		fmt.Fprintf(a.stderr, "%d of the %d dead letters confirmed had left the dead-letter queue meanwhile (resurrected or purged elsewhere)\n", len(ids)-done, len(ids))
+	}
+	return len(ids), done, nil
+}
+
+func uniqueIDs(ids []int64) map[int64]bool {
+	m := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+// confirm asks the operator to type the number of jobs. Anything else, or
+// no answer, is no: nothing changes, and the command exits 2.
 func (a *app) confirm(op string, n int64) error {
 	fmt.Fprintf(a.stderr, "This will %s %d dead letters. Type %d to confirm: ", op, n, n)
-	line, _ := bufio.NewReader(a.stdin).ReadString('\n')
-	if strings.TrimSpace(line) != strconv.FormatInt(n, 10) {
-		return fmt.Errorf("%s aborted: confirmation did not match (use --yes to skip it)", op)
+	line, _ := a.input().ReadString('\n')
+	if typed := strings.TrimSpace(line); typed != strconv.FormatInt(n, 10) {
+		if typed == "" {
+			return usage("%s not confirmed (no answer); nothing changed (use --yes to skip the question)", op)
+		}
+		return usage("%s not confirmed (typed %q, not %d); nothing changed (use --yes to skip the question)", op, typed, n)
 	}
 	return nil
 }
 
-// bulk works through the matching dead letters page by page, by ID, so the
-// operator sees progress and a failure reports how far it got.
-func (a *app) bulk(ctx context.Context, s jobs.Store, op string, f jobs.Filter, total int64, payload []byte) (int, error) {
-	const batch = 500
+// bulkBatch is how many jobs one store call of a bulk action moves.
+const bulkBatch = 500
+
+// bulk acts on ids, bulkBatch at a time, so the operator sees progress and
+// a failure reports how far it got.
+func (a *app) bulk(ctx context.Context, s jobs.Store, op string, ids []int64, payload []byte) (int, error) {
 	done := 0
-	var before int64
-	for {
-		page, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableDLQ, Filter: f, Limit: batch, BeforeID: before})
-		if err != nil {
-			return done, err
-		}
-		if len(page.Jobs) == 0 {
-			return done, nil
-		}
-		ids := make([]int64, len(page.Jobs))
-		for i, j := range page.Jobs {
-			ids[i] = j.ID
-		}
+	for chunk := range slices.Chunk(ids, bulkBatch) {
 		var n int
+		var err error
 		if op == "resurrect" {
-			n, err = s.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: ids}, Payload: payload})
+			n, err = s.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: chunk}, Payload: payload})
 		} else {
-			n, err = s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: ids}})
+			n, err = s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: chunk}})
 		}
 		done += n
 		if err != nil {
 			return done, err
 		}
-		if total > batch {
-			fmt.Fprintf(a.stderr, "%s: %d/%d\n", op, done, total)
+		if len(ids) > len(chunk) {
+			fmt.Fprintf(a.stderr, "%s: %d/%d\n", op, done, len(ids))
 		}
-		if page.NextBeforeID == 0 {
-			return done, nil
-		}
-		before = page.NextBeforeID
 	}
+	return done, nil
 }

@@ -92,19 +92,29 @@ func (a *app) readPayload(inline, file string, inlineSet bool) ([]byte, error) {
 	case inlineSet:
 		body, from = []byte(inline), "--payload"
 	case file == "-":
-		b, err := io.ReadAll(io.LimitReader(a.stdin, jobs.DefaultMaxPayloadBytes+1))
+		b, err := io.ReadAll(io.LimitReader(a.input(), jobs.DefaultMaxPayloadBytes+1))
 		if err != nil {
 			return nil, fmt.Errorf("read payload from stdin: %w", err)
 		}
 		body, from = b, "stdin"
 	case file != "":
-		b, err := os.ReadFile(file)
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, usage("--payload-file: %v", err)
+		}
+		b, err := io.ReadAll(io.LimitReader(f, jobs.DefaultMaxPayloadBytes+1))
+		f.Close()
 		if err != nil {
 			return nil, usage("--payload-file: %v", err)
 		}
 		body, from = b, file
 	default:
 		return nil, nil
+	}
+	// The size first: a payload cut off at the limit is not valid JSON
+	// either, and that would be the wrong thing to say about it.
+	if len(body) > jobs.DefaultMaxPayloadBytes {
+		return nil, usage("payload from %s: must be at most %d bytes", from, jobs.DefaultMaxPayloadBytes)
 	}
 	if !json.Valid(body) {
 		var v any

@@ -318,7 +318,9 @@ func TestDLQCommands(t *testing.T) {
 			t.Fatalf("show lacks %q:\n%s", want, show.stdout)
 		}
 	}
-	wantExit(t, runIn(t, s, "", "dlq", "show", "999999"), exitRuntime, "not found")
+	wantExit(t, runIn(t, s, "", "dlq", "show", "999999"), exitNotFound, "job 999999 not found")
+	wantExit(t, runIn(t, s, "", "dlq", "resurrect", "999999"), exitNotFound, "none of the 1 jobs named is a dead letter")
+	wantExit(t, runIn(t, s, "", "dlq", "purge", "--queue", "nowhere", "--yes"), exitNotFound, "no dead letters match")
 
 	// Resurrect by filter with --yes and an edited payload.
 	res := runIn(t, s, "", "dlq", "resurrect", "--queue", "billing", "--payload", `{"fixed":true}`, "--yes")
@@ -327,7 +329,8 @@ func TestDLQCommands(t *testing.T) {
 		t.Fatalf("resurrect: %s", res.stdout)
 	}
 	// Purge by IDs after a typed confirmation; a wrong one changes nothing.
-	wantExit(t, runIn(t, s, "1\n", "dlq", "purge", itoa(fatal[0]), itoa(fatal[1])), exitRuntime, "aborted")
+	wantExit(t, runIn(t, s, "1\n", "dlq", "purge", itoa(fatal[0]), itoa(fatal[1])), exitUsage, `purge not confirmed (typed "1", not 2); nothing changed`)
+	wantExit(t, runIn(t, s, "", "dlq", "purge", itoa(fatal[0]), itoa(fatal[1])), exitUsage, "purge not confirmed (no answer); nothing changed")
 	if n, _ := s.CountJobs(context.Background(), jobs.TableDLQ, jobs.Filter{}); n != 3 {
 		t.Fatalf("a refused purge removed jobs: %d left", n)
 	}

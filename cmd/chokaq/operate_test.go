@@ -173,7 +173,7 @@ func TestDLQResurrect(t *testing.T) {
 	wantExit(t, runIn(t, s, "", "dlq", "resurrect"), exitUsage, "refusing to resurrect every dead letter", "--all")
 
 	// By IDs, after the count is typed back; a wrong count moves nothing.
-	wantExit(t, runIn(t, s, "3\n", "dlq", "resurrect", itoa(mail[0]), itoa(mail[1])), exitRuntime, "resurrect aborted")
+	wantExit(t, runIn(t, s, "3\n", "dlq", "resurrect", itoa(mail[0]), itoa(mail[1])), exitUsage, "resurrect not confirmed", "nothing changed")
 	if n := dlq(); n != 5 {
 		t.Fatalf("a refused resurrect moved jobs: %d dead letters left", n)
 	}
@@ -197,10 +197,10 @@ func TestDLQResurrect(t *testing.T) {
 	wantExit(t, r, exitOK)
 	var res struct {
 		Operation string `json:"operation"`
-		Matched   int64  `json:"matched"`
+		Confirmed int64  `json:"confirmed"`
 		Done      int    `json:"done"`
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Operation != "resurrect" || res.Matched != 2 || res.Done != 2 {
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil || res.Operation != "resurrect" || res.Confirmed != 2 || res.Done != 2 {
 		t.Fatalf("resurrect -o json: %v %s", err, r.stdout)
 	}
 	page, _ := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableHot, Filter: jobs.Filter{Queue: "billing"}})
