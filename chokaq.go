@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
+	"sync"
 
 	"go.uber.org/zap"
 
@@ -21,8 +21,15 @@ import (
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
-// ErrTxUnsupported is returned by EnqueueTx when the store is not SQL Server.
-var ErrTxUnsupported = errors.New("chokaq: EnqueueTx needs the SQL Server store")
+var (
+	// ErrTxUnsupported is returned by EnqueueTx when the store is not SQL Server.
+	ErrTxUnsupported = errors.New("chokaq: EnqueueTx needs the SQL Server store")
+	// ErrAlreadyStarted is returned by Start on a Client that runs.
+	ErrAlreadyStarted = errors.New("chokaq: client already started")
+	// ErrClientStopped is returned by Start on a Client that was stopped: a
+	// Client runs once (its pool is closed at Stop); build a new one.
+	ErrClientStopped = errors.New("chokaq: client stopped; create a new one with New")
+)
 
 // Config builds a Client.
 type Config struct {
@@ -75,7 +82,18 @@ type Client struct {
 	rescuer *zombie.Rescuer
 	leader  *sqlserver.Leader
 	log     *zap.Logger
+
+	mu    sync.Mutex
+	state clientState
 }
+
+type clientState int
+
+const (
+	clientNew clientState = iota
+	clientStarted
+	clientStopped
+)
 
 // New builds a Client; it connects to SQL Server if configured, but starts
 // nothing. reg may be nil when DisableProcessor is set.
@@ -86,8 +104,14 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	if cfg.Schema == "" {
 		cfg.Schema = schema.DefaultName
 	}
-	if err := checkTimeouts(cfg); err != nil {
-		return nil, err
+	// The buffer releases a job before rescue phase 1 would take it back.
+	if cfg.Processor.ReleaseAfter == 0 {
+		cfg.Processor.ReleaseAfter = or(cfg.Rescue.FetchedJobTimeout, zombie.DefaultConfig().FetchedJobTimeout) / 2
+	}
+	if !cfg.DisableProcessor && !cfg.DisableRescue {
+		if err := CheckConfig(cfg.Processor, cfg.Rescue, cfg.Queues); err != nil {
+			return nil, fmt.Errorf("chokaq: %w", err)
+		}
 	}
 	c := &Client{cfg: cfg, log: cfg.Logger}
 	ok := false
@@ -117,14 +141,7 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		c.store = memstore.New(memstore.WithLimits(cfg.Limits))
 	}
 
-	// One FetchedJobTimeout for the buffer's release rule and for phase 1.
 	pc := cfg.Processor
-	if pc.FetchedJobTimeout == 0 {
-		pc.FetchedJobTimeout = cfg.Rescue.FetchedJobTimeout
-	}
-	if cfg.Rescue.FetchedJobTimeout == 0 {
-		cfg.Rescue.FetchedJobTimeout = pc.FetchedJobTimeout
-	}
 	if pc.Logger == nil {
 		pc.Logger = cfg.Logger
 	}
@@ -137,7 +154,7 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		}
 		p, err := processor.New(c.store, reg, pc)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("chokaq: %w", err)
 		}
 		c.proc = p
 		if cfg.Telemetry != nil {
@@ -161,39 +178,12 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		}
 		r, err := zombie.New(c.store, rc)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("chokaq: %w", err)
 		}
 		c.rescuer = r
 	}
 	ok = true
 	return c, nil
-}
-
-// checkTimeouts refuses processor and rescue settings that would fight:
-// different fetched-job timeouts (the buffer releases at half of its own,
-// phase 1 rescues at its own), or a zombie timeout that a live worker's
-// heartbeat interval could exceed.
-func checkTimeouts(cfg Config) error {
-	pd, rd := processor.DefaultConfig(), zombie.DefaultConfig()
-	or := func(v, d time.Duration) time.Duration {
-		if v == 0 {
-			return d
-		}
-		return v
-	}
-	pf, rf := cfg.Processor.FetchedJobTimeout, cfg.Rescue.FetchedJobTimeout
-	if pf != 0 && rf != 0 && pf != rf {
-		return fmt.Errorf("chokaq: Processor.FetchedJobTimeout (%v) and Rescue.FetchedJobTimeout (%v) differ; set one, or both the same", pf, rf)
-	}
-	if cfg.DisableProcessor || cfg.DisableRescue {
-		return nil
-	}
-	hbMax := or(cfg.Processor.HeartbeatIntervalMax, pd.HeartbeatIntervalMax)
-	zombieTimeout := or(cfg.Rescue.ProcessingZombieTimeout, rd.ProcessingZombieTimeout)
-	if zombieTimeout <= 3*hbMax {
-		return fmt.Errorf("chokaq: Rescue.ProcessingZombieTimeout (%v) must be more than 3 x Processor.HeartbeatIntervalMax (%v), or live jobs are rescued", zombieTimeout, hbMax)
-	}
-	return nil
 }
 
 // depthQueues are the queues whose depth the rescue loop samples: the ones
@@ -214,6 +204,14 @@ func (c *Client) depthQueues(pc processor.Config) []string {
 // Start checks the schema (SQL Server), writes queue settings, then starts
 // the rescue loop and the processor.
 func (c *Client) Start(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch c.state {
+	case clientStarted:
+		return ErrAlreadyStarted
+	case clientStopped:
+		return ErrClientStopped
+	}
 	if c.sql != nil {
 		if err := c.sql.CheckSchema(ctx); err != nil {
 			return fmt.Errorf("chokaq: %w", err)
@@ -231,15 +229,23 @@ func (c *Client) Start(ctx context.Context) error {
 	}
 	if c.proc != nil {
 		if err := c.proc.Start(ctx); err != nil {
+			_ = c.rescuer.Stop(context.WithoutCancel(ctx))
 			return err
 		}
 	}
+	c.state = clientStarted
 	return nil
 }
 
 // Stop shuts the processor down gracefully (see processor.Stop), then the
 // rescue loop, then closes the SQL Server pool if the Client opened it.
 func (c *Client) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state == clientStopped {
+		return nil
+	}
+	c.state = clientStopped
 	var errs []error
 	if c.proc != nil {
 		if err := c.proc.Stop(ctx); err != nil && !errors.Is(err, processor.ErrNotRunning) {

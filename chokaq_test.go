@@ -8,7 +8,6 @@ import (
 	"time"
 
 	chokaq "github.com/chokaq/chokaq-go"
-	"github.com/chokaq/chokaq-go/config"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -57,47 +56,92 @@ func TestClientRefusesWhatItsStoreCannotDo(t *testing.T) {
 	}
 }
 
-func TestFromSettings(t *testing.T) {
-	s := config.Default()
-	s.Retry.MaxAttempts = 7
-	s.Execution.Concurrency = 3
-	s.Queues = []string{"mail"}
-	c := chokaq.FromSettings(s)
-	if c.ConnectionString != "" || c.DefaultMaxAttempts != 7 || c.Processor.Concurrency != 3 || c.Processor.Queues[0] != "mail" {
-		t.Fatalf("FromSettings = %+v", c)
-	}
-	reg := processor.NewRegistry()
-	client, err := chokaq.New(context.Background(), c, reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := client.Enqueue(context.Background(), jobs.EnqueueParams{Type: "t", Queue: "mail"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if j, _ := client.Store().GetJob(context.Background(), r.ID); j.MaxAttempts != 7 {
-		t.Fatalf("Retry.MaxAttempts did not become the enqueue default: %d", j.MaxAttempts)
-	}
-}
-
 func TestClientRefusesTimeoutsThatFight(t *testing.T) {
 	ctx := context.Background()
 	reg := processor.NewRegistry()
 	_, err := chokaq.New(ctx, chokaq.Config{
-		Processor: processor.Config{FetchedJobTimeout: time.Minute},
+		Processor: processor.Config{ReleaseAfter: 90 * time.Second},
 		Rescue:    zombie.Config{FetchedJobTimeout: 2 * time.Minute},
 	}, reg)
-	if err == nil || !strings.Contains(err.Error(), "FetchedJobTimeout") {
-		t.Fatalf("different fetched timeouts: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "processor: ReleaseAfter = 1m30s: must be at most half of zombie.FetchedJobTimeout (2m0s)") {
+		t.Fatalf("a buffer that outlives half the fetched timeout: %v", err)
+	}
+	if se, ok := errors.AsType[*jobs.SettingError](err); !ok || se.Key != "ReleaseAfter" {
+		t.Fatalf("not a *jobs.SettingError naming ReleaseAfter: %#v", err)
 	}
 	_, err = chokaq.New(ctx, chokaq.Config{
 		Processor: processor.Config{HeartbeatIntervalMin: 10 * time.Second, HeartbeatIntervalMax: 30 * time.Second},
 		Rescue:    zombie.Config{ProcessingZombieTimeout: time.Minute},
 	}, reg)
-	if err == nil || !strings.Contains(err.Error(), "3 x Processor.HeartbeatIntervalMax") {
+	if err == nil || !strings.Contains(err.Error(), "3 x processor.HeartbeatIntervalMax") {
 		t.Fatalf("zombie timeout under 3 heartbeats: %v", err)
 	}
 	if _, err := chokaq.New(ctx, chokaq.Config{Rescue: zombie.Config{ProcessingZombieTimeout: time.Minute}}, reg); err != nil {
 		t.Fatalf("a 1m zombie timeout with 12s heartbeats: %v", err)
+	}
+}
+
+// A Client runs once: a second Start is refused while it runs, and a Start
+// after Stop is refused with its own error, not a sub-package's.
+func TestClientLifecycle(t *testing.T) {
+	ctx := context.Background()
+	c, err := chokaq.New(ctx, chokaq.Config{}, processor.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); !errors.Is(err, chokaq.ErrAlreadyStarted) {
+		t.Fatalf("second Start: %v, want ErrAlreadyStarted", err)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if err := c.Start(ctx); !errors.Is(err, chokaq.ErrClientStopped) {
+		t.Fatalf("Start after Stop: %v, want ErrClientStopped", err)
+	}
+}
+
+// CheckConfig holds the rules between a processor and a rescue loop, for a
+// service that wires them by hand as for New.
+func TestCheckConfig(t *testing.T) {
+	secs := func(n int) *int { return &n }
+	cases := []struct {
+		name   string
+		p      processor.Config
+		r      zombie.Config
+		queues map[string]jobs.QueueUpdate
+		want   string
+	}{
+		{"ZombieWithinThreeBeats", processor.Config{}, zombie.Config{ProcessingZombieTimeout: 36 * time.Second}, nil,
+			"zombie: ProcessingZombieTimeout = 36s: must be more than 3 x processor.HeartbeatIntervalMax (3 x 12s = 36s)"},
+		{"QueueZombieWithinThreeBeats", processor.Config{}, zombie.Config{}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeoutSeconds: secs(30)}},
+			"queue mail: ZombieTimeoutSeconds = 30: must be more than 3 x processor.HeartbeatIntervalMax"},
+		{"BufferOutlivesHalfTheFetchedTimeout", processor.Config{ReleaseAfter: 6 * time.Minute}, zombie.Config{}, nil,
+			"processor: ReleaseAfter = 6m0s: must be at most half of zombie.FetchedJobTimeout (10m0s)"},
+		{"ProcessorAlone", processor.Config{Concurrency: -1}, zombie.Config{}, nil, "processor: Concurrency = -1"},
+		{"RescueAlone", processor.Config{}, zombie.Config{ScanInterval: time.Nanosecond}, nil, "zombie: ScanInterval = 1ns: must be between 100ms and 24h0m0s"},
+	}
+	for _, c := range cases {
+		err := chokaq.CheckConfig(c.p, c.r, c.queues)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: CheckConfig = %v, want %q", c.name, err, c.want)
+		}
+		if _, ok := errors.AsType[*jobs.SettingError](err); !ok {
+			t.Errorf("%s: %T is not a *jobs.SettingError", c.name, err)
+		}
+		_, nerr := chokaq.New(context.Background(), chokaq.Config{Processor: c.p, Rescue: c.r, Queues: c.queues}, processor.NewRegistry())
+		if nerr == nil || !strings.Contains(nerr.Error(), c.want) {
+			t.Errorf("%s: New = %v, want %q", c.name, nerr, c.want)
+		}
+	}
+	ok := chokaq.CheckConfig(processor.Config{HeartbeatIntervalMax: 12 * time.Second, ReleaseAfter: 5 * time.Minute},
+		zombie.Config{ProcessingZombieTimeout: 37 * time.Second}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeoutSeconds: secs(0)}})
+	if ok != nil {
+		t.Errorf("settings at the edges refused: %v", ok)
 	}
 }

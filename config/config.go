@@ -6,8 +6,10 @@ import (
 	"strings"
 	"time"
 
+	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -162,7 +164,9 @@ func (c *Config) ProcessorConfig() processor.Config {
 		HeartbeatFailureThreshold: c.Execution.HeartbeatFailureThreshold,
 		CancelOnHeartbeatFailure:  c.Execution.CancelOnHeartbeatFailure,
 		ShutdownTimeout:           c.Execution.ShutdownTimeout,
-		FetchedJobTimeout:         c.Recovery.FetchedJobTimeout,
+		// Recovery.FetchedJobTimeout is the rescue loop's; the buffer
+		// releases a job at half of it, before phase 1 would take it back.
+		ReleaseAfter: c.Recovery.FetchedJobTimeout / 2,
 		Retry: processor.RetryPolicy{
 			BaseDelay:         c.Retry.BaseDelay,
 			MaxDelay:          c.Retry.MaxDelay,
@@ -180,6 +184,29 @@ func jitter(d time.Duration) time.Duration {
 		return processor.NoJitter
 	}
 	return d
+}
+
+// ClientConfig turns the configuration into a chokaq.Config for chokaq.New:
+// storage, connection, processor, rescue and queue settings. Fields that
+// appsettings do not cover (Logger, Migrate, SingleRescuer, Telemetry) are
+// left for the caller. Storage "memory" gives a fresh in-memory store; with
+// neither that nor a connection string the Config names no store, and
+// chokaq.New refuses it rather than run on memory by accident.
+func (c *Config) ClientConfig() chokaq.Config {
+	out := chokaq.Config{
+		Schema:             c.Schema,
+		Processor:          c.ProcessorConfig(),
+		Rescue:             c.RescueConfig(),
+		Queues:             c.QueueUpdates(),
+		DefaultMaxAttempts: c.Retry.MaxAttempts,
+	}
+	switch {
+	case c.StorageKind() == StorageSQLServer:
+		out.ConnectionString = c.ConnectionString
+	case strings.EqualFold(c.Storage, StorageMemory):
+		out.Store = memstore.New()
+	}
+	return out
 }
 
 // RescueConfig maps Recovery onto zombie.Config. Logger, Leader and the

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"os"
 	"reflect"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -247,7 +249,7 @@ func TestProcessorConfig(t *testing.T) {
 		Concurrency: 4, PrefetchSize: 40, BatchSize: 8, PollInterval: 2 * time.Second,
 		DefaultTimeout: time.Hour, HeartbeatIntervalMin: 5 * time.Second, HeartbeatIntervalMax: 7 * time.Second,
 		HeartbeatFailureThreshold: 4, CancelOnHeartbeatFailure: true, ShutdownTimeout: time.Minute,
-		FetchedJobTimeout: 3 * time.Minute,
+		ReleaseAfter: 90 * time.Second, // half of Recovery.FetchedJobTimeout
 		// custom() leaves JitterMaxDelay at 0s, which in a file means no jitter.
 		Retry: processor.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: processor.NoJitter},
 	}
@@ -327,5 +329,33 @@ func TestShortDuration(t *testing.T) {
 		if got := shortDuration(d); got != want {
 			t.Errorf("shortDuration(%v) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+func TestClientConfig(t *testing.T) {
+	s := Default()
+	s.Retry.MaxAttempts = 7
+	s.Execution.Concurrency = 3
+	s.Queues = []string{"mail"}
+	c := s.ClientConfig()
+	if c.Store != nil {
+		t.Fatal("no storage configured, yet ClientConfig chose one")
+	}
+	s.Storage = StorageMemory
+	c = s.ClientConfig()
+	if c.Store == nil || c.ConnectionString != "" || c.DefaultMaxAttempts != 7 || c.Processor.Concurrency != 3 || c.Processor.Queues[0] != "mail" {
+		t.Fatalf("ClientConfig = %+v", c)
+	}
+	reg := processor.NewRegistry()
+	client, err := chokaq.New(context.Background(), c, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.Enqueue(context.Background(), jobs.EnqueueParams{Type: "t", Queue: "mail"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, _ := client.Store().GetJob(context.Background(), r.ID); j.MaxAttempts != 7 {
+		t.Fatalf("Retry.MaxAttempts did not become the enqueue default: %d", j.MaxAttempts)
 	}
 }

@@ -12,8 +12,11 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schema"
+	"github.com/chokaq/chokaq-go/zombie"
 )
 
 // origin is where a configured value came from, so that a rule broken by
@@ -43,6 +46,94 @@ func (v checker) fail(id string, value any, rule string) error {
 	return newError(root+"."+id, formatValue(value), "", rule)
 }
 
+// zerosRefused returns p and r with every zero setting that the component
+// would take as its default replaced by -1. In a file, 0 is what the user
+// wrote, and it would silently become the default: checked as -1 it breaks
+// the component's own range, whose rule the message then states (with the
+// value as written).
+func zerosRefused(p processor.Config, r zombie.Config) (processor.Config, zombie.Config) {
+	for _, n := range []*int{&p.Concurrency, &p.PrefetchSize, &p.BatchSize, &p.HeartbeatFailureThreshold} {
+		if *n == 0 {
+			*n = -1
+		}
+	}
+	for _, d := range []*time.Duration{&p.PollInterval, &p.DefaultTimeout, &p.HeartbeatIntervalMin, &p.HeartbeatIntervalMax,
+		&r.ScanInterval, &r.FetchedJobTimeout, &r.ProcessingZombieTimeout} {
+		if *d == 0 {
+			*d = -1
+		}
+	}
+	if p.Retry.BackoffMultiplier == 0 {
+		p.Retry.BackoffMultiplier = -1
+	}
+	return p, r
+}
+
+// asWritten undoes zerosRefused for a value shown in a message.
+func asWritten(v any) any {
+	switch x := v.(type) {
+	case int:
+		if x == -1 {
+			return 0
+		}
+	case time.Duration:
+		if x == -1 {
+			return time.Duration(0)
+		}
+	case float64:
+		if x == -1 {
+			return 0.0
+		}
+	}
+	return v
+}
+
+// settingKeys maps the components' settings onto this file's keys.
+var settingKeys = map[string]string{
+	"processor.Concurrency":               "Execution.Concurrency",
+	"processor.PrefetchSize":              "Execution.PrefetchSize",
+	"processor.BatchSize":                 "Execution.BatchSize",
+	"processor.PollInterval":              "Execution.PollInterval",
+	"processor.DefaultTimeout":            "Execution.DefaultTimeout",
+	"processor.HeartbeatIntervalMin":      "Execution.HeartbeatIntervalMin",
+	"processor.HeartbeatIntervalMax":      "Execution.HeartbeatIntervalMax",
+	"processor.HeartbeatFailureThreshold": "Execution.HeartbeatFailureThreshold",
+	"processor.ShutdownTimeout":           "Execution.ShutdownTimeout",
+	"processor.Retry.BaseDelay":           "Retry.BaseDelay",
+	"processor.Retry.MaxDelay":            "Retry.MaxDelay",
+	"processor.Retry.BackoffMultiplier":   "Retry.BackoffMultiplier",
+	"processor.Retry.JitterMaxDelay":      "Retry.JitterMaxDelay",
+	"processor.Queues":                    "Queues",
+	"processor.WorkerID":                  "WorkerId",
+	"zombie.ScanInterval":                 "Recovery.ScanInterval",
+	"zombie.FetchedJobTimeout":            "Recovery.FetchedJobTimeout",
+	"zombie.ProcessingZombieTimeout":      "Recovery.ProcessingZombieTimeout",
+}
+
+// keyOf names a component's setting by this file's key.
+func keyOf(component, key string) string {
+	if q, ok := strings.CutPrefix(component, "queue "); ok {
+		return queueSection + "." + q + "." + key
+	}
+	if k, ok := settingKeys[component+"."+key]; ok {
+		return k
+	}
+	return component + "." + key
+}
+
+// setting reports a component's *jobs.SettingError by this file's keys,
+// blaming the setting the user wrote when the rule is between two.
+func (v checker) setting(err error) error {
+	se, ok := errors.AsType[*jobs.SettingError](err)
+	if !ok {
+		return err
+	}
+	if se.Other != nil && !v.blameFirst(keyOf(se.Component, se.Key), keyOf(se.Other.Component, se.Other.Key)) {
+		se = se.Other
+	}
+	return v.fail(keyOf(se.Component, se.Key), asWritten(se.Value), se.RuleWith(keyOf))
+}
+
 func (v checker) configured(id string) bool {
 	_, ok := v.origins[id]
 	return ok
@@ -54,10 +145,6 @@ func (v checker) configured(id string) bool {
 func (v checker) blameFirst(a, b string) bool {
 	return v.configured(a) || !v.configured(b)
 }
-
-// maxDuration bounds every duration, as the store bounds delays and
-// timeouts; it also keeps the multiplications below far from overflow.
-const maxDuration = jobs.MaxDelay
 
 func (c *Config) validate(origins map[string]origin) error {
 	v := checker{origins: origins}
@@ -86,101 +173,42 @@ func (c *Config) validate(origins map[string]origin) error {
 		}
 	}
 
-	type intCheck struct {
-		id       string
-		n        int
-		min, max int
+	// Rules of this file's own: a zero that the components would silently
+	// take as their default is a mistake here, and the default number of
+	// attempts is an enqueue setting, not a component's.
+	switch {
+	case e.ShutdownTimeout == 0:
+		return v.fail("Execution.ShutdownTimeout", e.ShutdownTimeout, "must be positive")
+	case r.BaseDelay == 0:
+		return v.fail("Retry.BaseDelay", r.BaseDelay, "must be positive")
+	case r.MaxDelay == 0:
+		return v.fail("Retry.MaxDelay", r.MaxDelay, "must be positive")
+	case r.JitterMaxDelay < 0:
+		return v.fail("Retry.JitterMaxDelay", r.JitterMaxDelay, "must not be negative (0s means no jitter)")
+	case r.MaxAttempts < 1 || r.MaxAttempts > jobs.MaxMaxAttempts:
+		return v.fail("Retry.MaxAttempts", r.MaxAttempts, fmt.Sprintf("must be between 1 and %d", jobs.MaxMaxAttempts))
 	}
-	type durCheck struct {
-		id  string
-		d   time.Duration
-		min time.Duration
-	}
-	// Checked in appsettings.yaml order, so the first mistake in the file
-	// is the one reported.
-	checks := []any{
-		intCheck{"Execution.Concurrency", e.Concurrency, 1, noLimit},
-		intCheck{"Execution.PrefetchSize", e.PrefetchSize, 1, noLimit},
-		intCheck{"Execution.BatchSize", e.BatchSize, 1, 1000},
-		durCheck{"Execution.PollInterval", e.PollInterval, time.Millisecond},
-		durCheck{"Execution.DefaultTimeout", e.DefaultTimeout, 1},
-		durCheck{"Execution.HeartbeatIntervalMin", e.HeartbeatIntervalMin, 1},
-		durCheck{"Execution.HeartbeatIntervalMax", e.HeartbeatIntervalMax, 1},
-		intCheck{"Execution.HeartbeatFailureThreshold", e.HeartbeatFailureThreshold, 1, noLimit},
-		// Zero would silently become the processor's default of 30s.
-		durCheck{"Execution.ShutdownTimeout", e.ShutdownTimeout, 1},
-		intCheck{"Retry.MaxAttempts", r.MaxAttempts, 1, jobs.MaxMaxAttempts},
-		// Zero would silently become the processor's default of 3s.
-		durCheck{"Retry.BaseDelay", r.BaseDelay, 1},
-		durCheck{"Retry.MaxDelay", r.MaxDelay, 1},
-		durCheck{"Retry.JitterMaxDelay", r.JitterMaxDelay, 0},
-		durCheck{"Recovery.ScanInterval", rc.ScanInterval, time.Millisecond},
-		durCheck{"Recovery.FetchedJobTimeout", rc.FetchedJobTimeout, 1},
-		durCheck{"Recovery.ProcessingZombieTimeout", rc.ProcessingZombieTimeout, 1},
-	}
-	for _, ch := range checks {
-		switch ch := ch.(type) {
-		case intCheck:
-			if ch.n < ch.min || ch.n > ch.max {
-				rule := fmt.Sprintf("must be between %d and %d", ch.min, ch.max)
-				if ch.max == noLimit {
-					rule = fmt.Sprintf("must be at least %d", ch.min)
-					if ch.n > ch.max {
-						rule = fmt.Sprintf("must be at most %d", ch.max)
-					}
-				}
-				return v.fail(ch.id, ch.n, rule)
-			}
-		case durCheck:
-			switch {
-			case ch.d < ch.min && ch.min == 0:
-				return v.fail(ch.id, ch.d, "must not be negative")
-			case ch.d < ch.min && ch.min == 1:
-				return v.fail(ch.id, ch.d, "must be positive")
-			case ch.d < ch.min:
-				return v.fail(ch.id, ch.d, "must be at least "+ch.min.String())
-			case ch.d > maxDuration:
-				return v.fail(ch.id, ch.d, "must be at most "+maxDuration.String()+" (10 years)")
-			}
-		}
-	}
-	if f := r.BackoffMultiplier; !(f >= 1) || f > 1000 { // also refuses NaN
-		return v.fail("Retry.BackoffMultiplier", f, "must be between 1 and 1000")
-	}
-
-	// Rules between keys.
-	const hbMin, hbMax = "Execution.HeartbeatIntervalMin", "Execution.HeartbeatIntervalMax"
-	if e.HeartbeatIntervalMin > e.HeartbeatIntervalMax {
-		if v.blameFirst(hbMin, hbMax) {
-			return v.fail(hbMin, e.HeartbeatIntervalMin, fmt.Sprintf("must be <= %s (%v)", hbMax, e.HeartbeatIntervalMax))
-		}
-		return v.fail(hbMax, e.HeartbeatIntervalMax, fmt.Sprintf("must be >= %s (%v)", hbMin, e.HeartbeatIntervalMin))
-	}
-	const base, maxDelay = "Retry.BaseDelay", "Retry.MaxDelay"
-	if r.BaseDelay > r.MaxDelay {
-		if v.blameFirst(base, maxDelay) {
-			return v.fail(base, r.BaseDelay, fmt.Sprintf("must be <= %s (%v)", maxDelay, r.MaxDelay))
-		}
-		return v.fail(maxDelay, r.MaxDelay, fmt.Sprintf("must be >= %s (%v)", base, r.BaseDelay))
-	}
-	// A buffered job older than half of FetchedJobTimeout is released
-	// rather than started (see processor.Config), so the timeout must
-	// leave room for at least one poll.
+	// The processor releases a buffered job at half of FetchedJobTimeout
+	// (ProcessorConfig), and only between polls.
 	const fetched, poll = "Recovery.FetchedJobTimeout", "Execution.PollInterval"
-	if rc.FetchedJobTimeout <= 2*e.PollInterval {
+	if rc.FetchedJobTimeout > 0 && e.PollInterval > 0 && rc.FetchedJobTimeout <= 2*e.PollInterval {
 		if v.blameFirst(fetched, poll) {
 			return v.fail(fetched, rc.FetchedJobTimeout, fmt.Sprintf("must be more than 2 x %s (2 x %v = %v)", poll, e.PollInterval, 2*e.PollInterval))
 		}
 		return v.fail(poll, e.PollInterval, fmt.Sprintf("must be less than half of %s (%v)", fetched, rc.FetchedJobTimeout))
 	}
-	// A live job misses a beat or two under load; rescue must not
-	// dead-letter it for that.
-	const zombie = "Recovery.ProcessingZombieTimeout"
-	if rc.ProcessingZombieTimeout <= 3*e.HeartbeatIntervalMax {
-		if v.blameFirst(zombie, hbMax) {
-			return v.fail(zombie, rc.ProcessingZombieTimeout, fmt.Sprintf("must be more than 3 x %s (3 x %v = %v)", hbMax, e.HeartbeatIntervalMax, 3*e.HeartbeatIntervalMax))
+	// Every other rule is the components' own, and the one between them.
+	pc, zc := zerosRefused(c.ProcessorConfig(), c.RescueConfig())
+	if err := chokaq.CheckConfig(pc, zc, c.QueueUpdates()); err != nil {
+		if se, ok := errors.AsType[*jobs.SettingError](err); ok && se.Component == "processor" && se.Key == "ReleaseAfter" {
+			// ReleaseAfter is not a key: it is half of
+			// Recovery.FetchedJobTimeout, whose own range says what is
+			// wrong.
+			if zerr := zc.Validate(); zerr != nil {
+				err = zerr
+			}
 		}
-		return v.fail(hbMax, e.HeartbeatIntervalMax, fmt.Sprintf("must be less than a third of %s (%v)", zombie, rc.ProcessingZombieTimeout))
+		return v.setting(err)
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
@@ -190,10 +218,6 @@ func (c *Config) validate(origins map[string]origin) error {
 	}
 	return nil
 }
-
-// noLimit bounds the counts that have no limit of their own, so that a
-// typo of many digits is still caught.
-const noLimit = 1<<31 - 1
 
 func (c *Config) validateQueue(v checker, name string) error {
 	id := queueSection + "." + name
@@ -205,14 +229,8 @@ func (c *Config) validateQueue(v checker, name string) error {
 	if n := s.MaxWorkers; n != nil && (*n < 0 || *n > jobs.MaxQueueWorkers) {
 		return v.fail(id+".MaxWorkers", *n, "must be between 0 (unlimited) and "+strconv.Itoa(jobs.MaxQueueWorkers))
 	}
-	if n := s.ZombieTimeoutSeconds; n != nil {
-		hb := c.Execution.HeartbeatIntervalMax
-		switch {
-		case *n < 0 || *n > jobs.MaxQueueTimeoutSeconds:
-			return v.fail(id+".ZombieTimeoutSeconds", *n, "must be between 0 (use Recovery.ProcessingZombieTimeout) and "+limit)
-		case *n > 0 && time.Duration(*n)*time.Second <= 3*hb:
-			return v.fail(id+".ZombieTimeoutSeconds", *n, fmt.Sprintf("must be more than 3 x Execution.HeartbeatIntervalMax (3 x %v = %v), or 0 to use Recovery.ProcessingZombieTimeout", hb, 3*hb))
-		}
+	if n := s.ZombieTimeoutSeconds; n != nil && (*n < 0 || *n > jobs.MaxQueueTimeoutSeconds) {
+		return v.fail(id+".ZombieTimeoutSeconds", *n, "must be between 0 (use Recovery.ProcessingZombieTimeout) and "+limit)
 	}
 	if n := s.ExecutionTimeoutSeconds; n != nil && (*n < 0 || *n > jobs.MaxQueueTimeoutSeconds) {
 		return v.fail(id+".ExecutionTimeoutSeconds", *n, "must be between 0 (use Execution.DefaultTimeout) and "+limit)

@@ -36,25 +36,29 @@ func TestValidationRules(t *testing.T) {
 		{"Queues empty name", map[string]string{"Queues": "default,"},
 			`ChokaQ.Queues = default, (override): queue "" must not be empty`},
 		{"Concurrency", map[string]string{"Execution.Concurrency": "0"},
-			"ChokaQ.Execution.Concurrency = 0 (override): must be at least 1"},
+			"ChokaQ.Execution.Concurrency = 0 (override): must be between 1 and 10000"},
 		{"Concurrency huge", map[string]string{"Execution.Concurrency": "99999999999"},
-			"ChokaQ.Execution.Concurrency = 99999999999 (override): must be at most 2147483647"},
+			"ChokaQ.Execution.Concurrency = 99999999999 (override): must be between 1 and 10000"},
+		{"Concurrency max int32", map[string]string{"Execution.Concurrency": "2147483647"},
+			"ChokaQ.Execution.Concurrency = 2147483647 (override): must be between 1 and 10000"},
+		{"Heartbeats of a nanosecond", map[string]string{"Execution.HeartbeatIntervalMin": "1ns", "Execution.HeartbeatIntervalMax": "1ns"},
+			"ChokaQ.Execution.HeartbeatIntervalMin = 1ns (override): must be between 100ms and 1h0m0s"},
 		{"PrefetchSize", map[string]string{"Execution.PrefetchSize": "-1"},
-			"ChokaQ.Execution.PrefetchSize = -1 (override): must be at least 1"},
+			"ChokaQ.Execution.PrefetchSize = -1 (override): must be between 1 and 10000"},
 		{"BatchSize low", map[string]string{"Execution.BatchSize": "0"},
 			"ChokaQ.Execution.BatchSize = 0 (override): must be between 1 and 1000"},
 		{"BatchSize high", map[string]string{"Execution.BatchSize": "1001"},
 			"ChokaQ.Execution.BatchSize = 1001 (override): must be between 1 and 1000"},
 		{"PollInterval", map[string]string{"Execution.PollInterval": "0s"},
-			"ChokaQ.Execution.PollInterval = 0s (override): must be at least 1ms"},
+			"ChokaQ.Execution.PollInterval = 0s (override): must be between 10ms and 1h0m0s"},
 		{"DefaultTimeout", map[string]string{"Execution.DefaultTimeout": "-1s"},
-			"ChokaQ.Execution.DefaultTimeout = -1s (override): must be positive"},
+			"ChokaQ.Execution.DefaultTimeout = -1s (override): must be between 10ms and 720h0m0s"},
 		{"DefaultTimeout too long", map[string]string{"Execution.DefaultTimeout": "87601h"},
-			"ChokaQ.Execution.DefaultTimeout = 87601h (override): must be at most 87600h0m0s (10 years)"},
+			"ChokaQ.Execution.DefaultTimeout = 87601h (override): must be between 10ms and 720h0m0s"},
 		{"HeartbeatIntervalMin", map[string]string{"Execution.HeartbeatIntervalMin": "0s"},
-			"ChokaQ.Execution.HeartbeatIntervalMin = 0s (override): must be positive"},
+			"ChokaQ.Execution.HeartbeatIntervalMin = 0s (override): must be between 100ms and 1h0m0s"},
 		{"HeartbeatFailureThreshold", map[string]string{"Execution.HeartbeatFailureThreshold": "0"},
-			"ChokaQ.Execution.HeartbeatFailureThreshold = 0 (override): must be at least 1"},
+			"ChokaQ.Execution.HeartbeatFailureThreshold = 0 (override): must be between 1 and 1000"},
 		{"ShutdownTimeout", map[string]string{"Execution.ShutdownTimeout": "00:00:00"},
 			"ChokaQ.Execution.ShutdownTimeout = 00:00:00 (override): must be positive"},
 		{"MaxAttempts low", map[string]string{"Retry.MaxAttempts": "0"},
@@ -64,17 +68,17 @@ func TestValidationRules(t *testing.T) {
 		{"BaseDelay", map[string]string{"Retry.BaseDelay": "0s"},
 			"ChokaQ.Retry.BaseDelay = 0s (override): must be positive"},
 		{"MaxDelay too long", map[string]string{"Retry.MaxDelay": "100000h"},
-			"ChokaQ.Retry.MaxDelay = 100000h (override): must be at most 87600h0m0s (10 years)"},
+			"ChokaQ.Retry.MaxDelay = 100000h (override): must be between 0s and 87600h0m0s"},
 		{"JitterMaxDelay", map[string]string{"Retry.JitterMaxDelay": "-1ms"},
-			"ChokaQ.Retry.JitterMaxDelay = -1ms (override): must not be negative"},
+			"ChokaQ.Retry.JitterMaxDelay = -1ms (override): must not be negative (0s means no jitter)"},
 		{"BackoffMultiplier", map[string]string{"Retry.BackoffMultiplier": "0.5"},
 			"ChokaQ.Retry.BackoffMultiplier = 0.5 (override): must be between 1 and 1000"},
 		{"ScanInterval", map[string]string{"Recovery.ScanInterval": "0s"},
-			"ChokaQ.Recovery.ScanInterval = 0s (override): must be at least 1ms"},
+			"ChokaQ.Recovery.ScanInterval = 0s (override): must be between 100ms and 24h0m0s"},
 		{"FetchedJobTimeout negative", map[string]string{"Recovery.FetchedJobTimeout": "-5m"},
-			"ChokaQ.Recovery.FetchedJobTimeout = -5m (override): must be positive"},
+			"ChokaQ.Recovery.FetchedJobTimeout = -5m (override): must be between 1s and 24h0m0s"},
 		{"ProcessingZombieTimeout negative", map[string]string{"Recovery.ProcessingZombieTimeout": "-5m"},
-			"ChokaQ.Recovery.ProcessingZombieTimeout = -5m (override): must be positive"},
+			"ChokaQ.Recovery.ProcessingZombieTimeout = -5m (override): must be between 1s and 720h0m0s"},
 
 		// Rules between keys blame the key that was set.
 		{"HeartbeatIntervalMin > Max, Min set", map[string]string{"Execution.HeartbeatIntervalMin": "20s"},
@@ -92,11 +96,11 @@ func TestValidationRules(t *testing.T) {
 		{"FetchedJobTimeout <= 2 x PollInterval, PollInterval set", map[string]string{"Execution.PollInterval": "5m"},
 			"ChokaQ.Execution.PollInterval = 5m (override): must be less than half of Recovery.FetchedJobTimeout (10m0s)"},
 		{"ProcessingZombieTimeout <= 3 x HeartbeatIntervalMax", map[string]string{"Recovery.ProcessingZombieTimeout": "36s"},
-			"ChokaQ.Recovery.ProcessingZombieTimeout = 36s (override): must be more than 3 x Execution.HeartbeatIntervalMax (3 x 12s = 36s)"},
+			"ChokaQ.Recovery.ProcessingZombieTimeout = 36s (override): must be more than 3 x Execution.HeartbeatIntervalMax (3 x 12s = 36s), or live jobs are rescued"},
 		{"ProcessingZombieTimeout <= 3 x HeartbeatIntervalMax, Max set", map[string]string{"Execution.HeartbeatIntervalMax": "4m"},
-			"ChokaQ.Execution.HeartbeatIntervalMax = 4m (override): must be less than a third of Recovery.ProcessingZombieTimeout (10m0s)"},
+			"ChokaQ.Execution.HeartbeatIntervalMax = 4m (override): must be less than a third of Recovery.ProcessingZombieTimeout (10m0s), or live jobs are rescued"},
 		{"legacy alias is named in a rule", map[string]string{"ZombieTimeoutSeconds": "20"},
-			"ChokaQ.ZombieTimeoutSeconds = 20 (override): must be more than 3 x Execution.HeartbeatIntervalMax (3 x 12s = 36s)"},
+			"ChokaQ.ZombieTimeoutSeconds = 20 (override): must be more than 3 x Execution.HeartbeatIntervalMax (3 x 12s = 36s), or live jobs are rescued"},
 
 		{"queue name", map[string]string{"QueueSettings.bad name.Paused": "true"},
 			"ChokaQ.QueueSettings.bad name = bad name (override): queue name may contain only ASCII letters, digits, '_', '-', '.' and ':'"},
@@ -151,8 +155,8 @@ func TestValidationMessageFromFile(t *testing.T) {
 	}
 
 	_, _, err = load(t, source{env: []string{"CHOKAQ__EXECUTION__CONCURRENCY=0"}})
-	e := wantInvalid(t, err, "ChokaQ.Execution.Concurrency = 0 (environment (CHOKAQ__EXECUTION__CONCURRENCY)): must be at least 1")
-	if e.Key != "ChokaQ.Execution.Concurrency" || e.Value != "0" || e.Rule != "must be at least 1" ||
+	e := wantInvalid(t, err, "ChokaQ.Execution.Concurrency = 0 (environment (CHOKAQ__EXECUTION__CONCURRENCY)): must be between 1 and 10000")
+	if e.Key != "ChokaQ.Execution.Concurrency" || e.Value != "0" || e.Rule != "must be between 1 and 10000" ||
 		e.Source != "environment (CHOKAQ__EXECUTION__CONCURRENCY)" {
 		t.Errorf("Error fields = %+v", *e)
 	}
@@ -168,7 +172,7 @@ func TestValidateInCode(t *testing.T) {
 		change func(c *Config)
 		want   string
 	}{
-		{"Concurrency", func(c *Config) { c.Execution.Concurrency = 0 }, "config: ChokaQ.Execution.Concurrency = 0: must be at least 1"},
+		{"Concurrency", func(c *Config) { c.Execution.Concurrency = 0 }, "config: ChokaQ.Execution.Concurrency = 0: must be between 1 and 10000"},
 		{"Min > Max", func(c *Config) { c.Execution.HeartbeatIntervalMin = 20 * time.Second },
 			"config: ChokaQ.Execution.HeartbeatIntervalMin = 20s: must be <= Execution.HeartbeatIntervalMax (12s)"},
 		{"queue", func(c *Config) { c.QueueSettings["mail"] = QueueSetting{MaxWorkers: ptr(-1)} },

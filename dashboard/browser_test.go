@@ -172,7 +172,7 @@ func TestBrowserDeadLetterAppearsLiveIsInspectedAndResurrected(t *testing.T) {
 	reg := processor.NewRegistry()
 	reg.MustHandle("payment.sync", func(ctx context.Context, j *processor.Job) error { return nil })
 	p, err := processor.New(f.store, reg, processor.Config{WorkerID: "web-1-40211", Queues: []string{"billing"},
-		PollInterval: 50 * time.Millisecond, FetchedJobTimeout: time.Minute})
+		PollInterval: 50 * time.Millisecond, ReleaseAfter: 30 * time.Second})
 	must(t, err)
 	must(t, p.Start(context.Background()))
 	defer p.Stop(context.Background())

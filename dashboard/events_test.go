@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -135,17 +136,18 @@ func TestEventsStreamCountsAndConsole(t *testing.T) {
 
 // The zombie rescuer's own OnSweep hook feeds the console.
 func TestRescueSweepsReachTheConsole(t *testing.T) {
-	f := newFixture(t, Options{})
+	clock := memstore.NewManualClock(time.Now())
+	f := newFixtureOn(t, memstore.New(memstore.WithClock(clock.Now)), Options{})
 	id := f.enqueue("q", "t", `{}`)
 	got, _ := f.store.Claim(context.Background(), jobs.ClaimParams{WorkerID: "gone", Queues: []string{"q"}, Limit: 1})
 	if len(got) != 1 || got[0].ID != id {
 		t.Fatal("claim")
 	}
-	r, err := zombie.New(f.store, zombie.Config{FetchedJobTimeout: time.Nanosecond, OnSweep: f.dash.OnSweep})
+	r, err := zombie.New(f.store, zombie.Config{FetchedJobTimeout: time.Minute, OnSweep: f.dash.OnSweep})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Millisecond)
+	clock.Advance(2 * time.Minute)
 	if _, err := r.Sweep(context.Background()); err != nil {
 		t.Fatal(err)
 	}

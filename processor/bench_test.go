@@ -104,8 +104,8 @@ func BenchmarkHeartbeat10kInFlight(b *testing.B) {
 		return nil
 	})
 	p, err := processor.New(mem, reg, processor.Config{WorkerID: "bench", Concurrency: inFlight, PrefetchSize: inFlight, BatchSize: 1000,
-		PollInterval: 10 * time.Millisecond, HeartbeatIntervalMin: 80 * time.Millisecond, HeartbeatIntervalMax: 120 * time.Millisecond,
-		FetchedJobTimeout: time.Minute, ShutdownTimeout: time.Second})
+		PollInterval: 10 * time.Millisecond, HeartbeatIntervalMin: 100 * time.Millisecond, HeartbeatIntervalMax: 150 * time.Millisecond,
+		ReleaseAfter: 30 * time.Second, ShutdownTimeout: time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}

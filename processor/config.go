@@ -1,6 +1,7 @@
 package processor
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -36,10 +37,12 @@ type Config struct {
 	CancelOnHeartbeatFailure bool
 	// ShutdownTimeout is how long Stop lets running handlers finish (30s).
 	ShutdownTimeout time.Duration
-	// FetchedJobTimeout is rescue phase 1's timeout (10m). A buffered job
-	// older than half of it is released instead of started, so phase 1
-	// never races a live worker.
-	FetchedJobTimeout time.Duration
+	// ReleaseAfter is how long a claimed job may wait in the prefetch
+	// buffer: one that waited longer is released rather than started (5m).
+	// Keep it at most half of the rescue loop's FetchedJobTimeout, so rescue
+	// phase 1 never takes back a job a live worker is about to start;
+	// chokaq.New derives it so, and chokaq.CheckConfig checks it.
+	ReleaseAfter time.Duration
 
 	Retry RetryPolicy
 
@@ -79,7 +82,7 @@ func DefaultConfig() Config {
 		HeartbeatIntervalMax:      12 * time.Second,
 		HeartbeatFailureThreshold: 10,
 		ShutdownTimeout:           30 * time.Second,
-		FetchedJobTimeout:         10 * time.Minute,
+		ReleaseAfter:              5 * time.Minute,
 		Retry: RetryPolicy{
 			BaseDelay:         3 * time.Second,
 			MaxDelay:          time.Hour,
@@ -107,7 +110,7 @@ func (c Config) withDefaults() Config {
 	setDur(&c.HeartbeatIntervalMin, d.HeartbeatIntervalMin)
 	setDur(&c.HeartbeatIntervalMax, d.HeartbeatIntervalMax)
 	setDur(&c.ShutdownTimeout, d.ShutdownTimeout)
-	setDur(&c.FetchedJobTimeout, d.FetchedJobTimeout)
+	setDur(&c.ReleaseAfter, d.ReleaseAfter)
 	setDur(&c.Retry.BaseDelay, d.Retry.BaseDelay)
 	setDur(&c.Retry.MaxDelay, d.Retry.MaxDelay)
 	setDur(&c.Retry.JitterMaxDelay, d.Retry.JitterMaxDelay)
@@ -135,47 +138,101 @@ func setDur(v *time.Duration, d time.Duration) {
 	}
 }
 
-// Validate checks a config after defaults are applied.
-func (c Config) Validate() error {
+// Bounds of Config. Each keeps a typo or a unit mistake (1ns for 1s, a
+// count of many digits) from melting the store: an interval below its
+// minimum would make a store call per job every few milliseconds, a count
+// above its maximum would start that many goroutines or buffer that many
+// payloads (each up to a MiB).
+const (
+	MaxConcurrency               = 10_000
+	MaxPrefetchSize              = 10_000
+	MaxBatchSize                 = 1000
+	MaxQueues                    = 1000
+	MinPollInterval              = 10 * time.Millisecond
+	MaxPollInterval              = time.Hour
+	MinDefaultTimeout            = 10 * time.Millisecond
+	MaxDefaultTimeout            = 30 * 24 * time.Hour
+	MinHeartbeatInterval         = 100 * time.Millisecond
+	MaxHeartbeatInterval         = time.Hour
+	MaxHeartbeatFailureThreshold = 1000
+	MaxShutdownTimeout           = time.Hour
+	MaxReleaseAfter              = 12 * time.Hour
+	MaxBackoffMultiplier         = 1000
+)
+
+// Validate checks c as New would use it, defaults applied, and returns the
+// first broken rule as a *jobs.SettingError naming the setting, its value
+// and the rule.
+func (c Config) Validate() error { return c.withDefaults().validate() }
+
+// validate checks a config whose defaults are applied.
+func (c Config) validate() error {
 	bad := func(key string, v any, rule string) error {
-		return fmt.Errorf("processor: %s = %v: %s", key, v, rule)
+		return &jobs.SettingError{Component: "processor", Key: key, Value: v, Rule: rule}
 	}
-	for _, q := range c.Queues {
-		if err := jobs.ValidateQueueName(q); err != nil {
-			return fmt.Errorf("processor: Queues: %w", err)
+	between := func(key string, d, lo, hi time.Duration) error {
+		if d < lo || d > hi {
+			return bad(key, d, fmt.Sprintf("must be between %v and %v", lo, hi))
+		}
+		return nil
+	}
+	count := func(key string, n, hi int) error {
+		if n < 1 || n > hi {
+			return bad(key, n, fmt.Sprintf("must be between 1 and %d", hi))
+		}
+		return nil
+	}
+	if len(c.Queues) > MaxQueues {
+		return bad("Queues", len(c.Queues), fmt.Sprintf("at most %d queues per processor", MaxQueues))
+	}
+	if err := (jobs.ClaimParams{WorkerID: c.WorkerID, Queues: c.Queues}).Validate(); err != nil {
+		key := "Queues"
+		if ve, ok := errors.AsType[*jobs.ValidationError](err); ok && ve.Field == "worker_id" {
+			key = "WorkerID"
+		}
+		return bad(key, err, "is not valid")
+	}
+	// In the order of appsettings.yaml, so the first mistake in a file is
+	// the one reported.
+	for _, err := range []error{
+		count("Concurrency", c.Concurrency, MaxConcurrency),
+		count("PrefetchSize", c.PrefetchSize, MaxPrefetchSize),
+		count("BatchSize", c.BatchSize, MaxBatchSize),
+		between("PollInterval", c.PollInterval, MinPollInterval, MaxPollInterval),
+		between("DefaultTimeout", c.DefaultTimeout, MinDefaultTimeout, MaxDefaultTimeout),
+		between("HeartbeatIntervalMin", c.HeartbeatIntervalMin, MinHeartbeatInterval, MaxHeartbeatInterval),
+		between("HeartbeatIntervalMax", c.HeartbeatIntervalMax, MinHeartbeatInterval, MaxHeartbeatInterval),
+		count("HeartbeatFailureThreshold", c.HeartbeatFailureThreshold, MaxHeartbeatFailureThreshold),
+		between("ShutdownTimeout", c.ShutdownTimeout, 0, MaxShutdownTimeout),
+		between("ReleaseAfter", c.ReleaseAfter, 0, MaxReleaseAfter),
+		between("Retry.BaseDelay", c.Retry.BaseDelay, 0, jobs.MaxDelay),
+		between("Retry.MaxDelay", c.Retry.MaxDelay, 0, jobs.MaxDelay),
+	} {
+		if err != nil {
+			return err
 		}
 	}
-	switch {
-	case c.Concurrency < 1:
-		return bad("Concurrency", c.Concurrency, "must be at least 1")
-	case c.PrefetchSize < 1:
-		return bad("PrefetchSize", c.PrefetchSize, "must be at least 1")
-	case c.BatchSize < 1 || c.BatchSize > 1000:
-		return bad("BatchSize", c.BatchSize, "must be between 1 and 1000")
-	case c.PollInterval < time.Millisecond:
-		return bad("PollInterval", c.PollInterval, "must be at least 1ms")
-	case c.DefaultTimeout <= 0 || c.DefaultTimeout > jobs.MaxDelay:
-		return bad("DefaultTimeout", c.DefaultTimeout, "must be positive and at most "+jobs.MaxDelay.String())
-	case c.HeartbeatIntervalMin <= 0:
-		return bad("HeartbeatIntervalMin", c.HeartbeatIntervalMin, "must be positive")
-	case c.HeartbeatIntervalMin > c.HeartbeatIntervalMax:
-		return bad("HeartbeatIntervalMin", c.HeartbeatIntervalMin, fmt.Sprintf("must be <= HeartbeatIntervalMax (%v)", c.HeartbeatIntervalMax))
-	case c.HeartbeatFailureThreshold < 1:
-		return bad("HeartbeatFailureThreshold", c.HeartbeatFailureThreshold, "must be at least 1")
-	case c.ShutdownTimeout < 0:
-		return bad("ShutdownTimeout", c.ShutdownTimeout, "must not be negative")
-	case c.FetchedJobTimeout <= 2*c.PollInterval:
-		return bad("FetchedJobTimeout", c.FetchedJobTimeout, fmt.Sprintf("must be more than twice PollInterval (%v)", c.PollInterval))
-	case c.Retry.BaseDelay < 0:
-		return bad("Retry.BaseDelay", c.Retry.BaseDelay, "must not be negative")
-	case c.Retry.MaxDelay < c.Retry.BaseDelay:
-		return bad("Retry.MaxDelay", c.Retry.MaxDelay, fmt.Sprintf("must be >= Retry.BaseDelay (%v)", c.Retry.BaseDelay))
-	case c.Retry.MaxDelay > jobs.MaxDelay:
-		return bad("Retry.MaxDelay", c.Retry.MaxDelay, "must be at most "+jobs.MaxDelay.String())
-	case !(c.Retry.BackoffMultiplier >= 1 && c.Retry.BackoffMultiplier <= 1000): // also refuses NaN
-		return bad("Retry.BackoffMultiplier", c.Retry.BackoffMultiplier, "must be between 1 and 1000")
-	case c.Retry.JitterMaxDelay > c.Retry.MaxDelay:
-		return bad("Retry.JitterMaxDelay", c.Retry.JitterMaxDelay, fmt.Sprintf("must be at most Retry.MaxDelay (%v)", c.Retry.MaxDelay))
+	if f := c.Retry.BackoffMultiplier; !(f >= 1 && f <= MaxBackoffMultiplier) { // also refuses NaN
+		return bad("Retry.BackoffMultiplier", f, fmt.Sprintf("must be between 1 and %d", MaxBackoffMultiplier))
+	}
+	// Rules between settings.
+	if c.HeartbeatIntervalMin > c.HeartbeatIntervalMax {
+		e := bad("HeartbeatIntervalMin", c.HeartbeatIntervalMin, fmt.Sprintf("must be <= {processor.HeartbeatIntervalMax} (%v)", c.HeartbeatIntervalMax))
+		e.(*jobs.SettingError).Other = bad("HeartbeatIntervalMax", c.HeartbeatIntervalMax, fmt.Sprintf("must be >= {processor.HeartbeatIntervalMin} (%v)", c.HeartbeatIntervalMin)).(*jobs.SettingError)
+		return e
+	}
+	if c.ReleaseAfter <= c.PollInterval {
+		e := bad("ReleaseAfter", c.ReleaseAfter, fmt.Sprintf("must be more than {processor.PollInterval} (%v): a buffered job is released only between polls", c.PollInterval))
+		e.(*jobs.SettingError).Other = bad("PollInterval", c.PollInterval, fmt.Sprintf("must be less than {processor.ReleaseAfter} (%v)", c.ReleaseAfter)).(*jobs.SettingError)
+		return e
+	}
+	if c.Retry.MaxDelay < c.Retry.BaseDelay {
+		e := bad("Retry.MaxDelay", c.Retry.MaxDelay, fmt.Sprintf("must be >= {processor.Retry.BaseDelay} (%v)", c.Retry.BaseDelay))
+		e.(*jobs.SettingError).Other = bad("Retry.BaseDelay", c.Retry.BaseDelay, fmt.Sprintf("must be <= {processor.Retry.MaxDelay} (%v)", c.Retry.MaxDelay)).(*jobs.SettingError)
+		return e
+	}
+	if c.Retry.JitterMaxDelay > c.Retry.MaxDelay {
+		return bad("Retry.JitterMaxDelay", c.Retry.JitterMaxDelay, fmt.Sprintf("must be at most {processor.Retry.MaxDelay} (%v)", c.Retry.MaxDelay))
 	}
 	return nil
 }

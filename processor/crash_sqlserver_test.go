@@ -44,7 +44,7 @@ func TestSQLServerCrashChild(t *testing.T) {
 		select {} // mid-job until SIGKILL
 	})
 	cfg := processor.Config{WorkerID: "doomed", Queues: []string{"crash"}, Concurrency: 1, PrefetchSize: 5, BatchSize: 5,
-		PollInterval: 50 * time.Millisecond, FetchedJobTimeout: 2 * time.Second}
+		PollInterval: 50 * time.Millisecond, ReleaseAfter: time.Second}
 	p, err := processor.New(s, reg, cfg)
 	if err != nil {
 		fmt.Println("ERROR", err)

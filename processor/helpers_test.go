@@ -28,7 +28,7 @@ func testConfig() processor.Config {
 		HeartbeatIntervalMin: 8 * time.Second,
 		HeartbeatIntervalMax: 12 * time.Second,
 		ShutdownTimeout:      5 * time.Second,
-		FetchedJobTimeout:    10 * time.Minute,
+		ReleaseAfter:         5 * time.Minute,
 		Retry:                processor.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 2},
 	}
 }

@@ -74,7 +74,7 @@ func New(store jobs.Store, reg *Registry, cfg Config) (*Processor, error) {
 		return nil, errors.New("processor: nil store or registry")
 	}
 	cfg = cfg.withDefaults()
-	if err := cfg.Validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	p := &Processor{
@@ -336,10 +336,10 @@ func (p *Processor) pausedSinceClaim(f *fetched) bool {
 	return v.queues[f.job.Queue] && v.at.After(f.claimedAt)
 }
 
-// releaseStale gives back buffered jobs that waited more than half of
-// FetchedJobTimeout, or whose queue was paused since their claim.
+// releaseStale gives back buffered jobs that waited more than ReleaseAfter,
+// or whose queue was paused since their claim.
 func (p *Processor) releaseStale(ctx context.Context) {
-	cutoff := time.Now().Add(-p.cfg.FetchedJobTimeout / 2)
+	cutoff := time.Now().Add(-p.cfg.ReleaseAfter)
 	stale := p.buf.takeIf(func(f *fetched) bool { return f.claimedAt.Before(cutoff) || p.pausedSinceClaim(f) })
 	if len(stale) > 0 {
 		p.release(ctx, stale, "buffered too long or queue paused")
@@ -389,7 +389,7 @@ func (p *Processor) worker(ctx context.Context) {
 func (p *Processor) execute(f *fetched) {
 	j := f.job
 	log := jobLogger{base: p.log, job: j}
-	if time.Since(f.claimedAt) > p.cfg.FetchedJobTimeout/2 || p.pausedSinceClaim(f) {
+	if time.Since(f.claimedAt) > p.cfg.ReleaseAfter || p.pausedSinceClaim(f) {
 		p.release(p.writesCtx, []*fetched{f}, "buffered too long or queue paused")
 		return
 	}

@@ -525,7 +525,7 @@ func (g *gatedClaimStore) Claim(ctx context.Context, p jobs.ClaimParams) ([]*job
 }
 
 // TestStaleBufferedJobsAreReleasedNotStarted: jobs that waited in the buffer
-// more than half of FetchedJobTimeout are given back, not started, so rescue
+// more than ReleaseAfter are given back, not started, so rescue
 // phase 1 never races a live worker. Here the fetch loop is stuck in a slow
 // claim, so the worker itself must notice.
 func TestStaleBufferedJobsAreReleasedNotStarted(t *testing.T) {
@@ -541,7 +541,7 @@ func TestStaleBufferedJobsAreReleasedNotStarted(t *testing.T) {
 		reg.MustHandle("h", func(ctx context.Context, j *processor.Job) error {
 			started <- j.ID
 			if j.ID == ids[0] {
-				time.Sleep(6 * time.Minute) // longer than half of FetchedJobTimeout
+				time.Sleep(6 * time.Minute) // longer than ReleaseAfter
 			}
 			return nil
 		})
@@ -554,7 +554,7 @@ func TestStaleBufferedJobsAreReleasedNotStarted(t *testing.T) {
 		waitFor(t, 10*time.Minute, "the stale jobs released", func() bool { return p.Stats().Released == 2 })
 		select {
 		case id := <-started:
-			t.Fatalf("job %d started after waiting more than half of FetchedJobTimeout", id)
+			t.Fatalf("job %d started after waiting more than ReleaseAfter", id)
 		default:
 		}
 		for _, id := range ids[1:] {

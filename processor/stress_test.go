@@ -108,7 +108,7 @@ func TestStress(t *testing.T) {
 			c.WorkerID = fmt.Sprintf("proc-%d", n)
 			c.Concurrency, c.PrefetchSize, c.BatchSize = 8, 40, 20
 			c.ShutdownTimeout = 200 * time.Millisecond
-			c.FetchedJobTimeout = 20 * time.Second
+			c.ReleaseAfter = 10 * time.Second
 			c.Retry = processor.RetryPolicy{BaseDelay: 100 * time.Millisecond, MaxDelay: time.Second, BackoffMultiplier: 2, JitterMaxDelay: 50 * time.Millisecond}
 			return c
 		}

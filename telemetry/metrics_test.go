@@ -23,7 +23,7 @@ func processorConfig(id string, queues ...string) processor.Config {
 		WorkerID: id, Queues: queues, Concurrency: 4, PrefetchSize: 8, BatchSize: 4,
 		PollInterval: 100 * time.Millisecond, DefaultTimeout: time.Hour,
 		HeartbeatIntervalMin: 8 * time.Second, HeartbeatIntervalMax: 12 * time.Second,
-		ShutdownTimeout: 5 * time.Second, FetchedJobTimeout: time.Minute,
+		ShutdownTimeout: 5 * time.Second, ReleaseAfter: 30 * time.Second,
 		Retry: processor.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 2},
 	}
 }

@@ -91,7 +91,7 @@ type Counters struct {
 
 // Rescuer runs the rescue phases.
 type Rescuer struct {
-	store jobs.Store
+	store jobs.Rescuer
 	cfg   Config
 	log   *zap.Logger
 
@@ -116,39 +116,83 @@ func DefaultConfig() Config {
 	}
 }
 
+// Bounds of Config: a scan interval of nanoseconds would sweep without
+// pause, and a timeout of seconds would dead-letter live jobs.
+const (
+	MinScanInterval       = 100 * time.Millisecond
+	MaxScanInterval       = 24 * time.Hour
+	MinFetchedJobTimeout  = time.Second
+	MaxFetchedJobTimeout  = 24 * time.Hour
+	MinZombieTimeout      = time.Second
+	MaxZombieTimeout      = 30 * 24 * time.Hour
+	MaxMaxBatchesPerPhase = 10_000
+)
+
+// withDefaults fills zero fields from DefaultConfig.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.ScanInterval == 0 {
+		c.ScanInterval = d.ScanInterval
+	}
+	if c.FetchedJobTimeout == 0 {
+		c.FetchedJobTimeout = d.FetchedJobTimeout
+	}
+	if c.ProcessingZombieTimeout == 0 {
+		c.ProcessingZombieTimeout = d.ProcessingZombieTimeout
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = d.BatchSize
+	}
+	if c.MaxBatchesPerPhase == 0 {
+		c.MaxBatchesPerPhase = d.MaxBatchesPerPhase
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// Validate checks c as New would use it, defaults applied, and returns the
+// first broken rule as a *jobs.SettingError naming the setting, its value
+// and the rule.
+func (c Config) Validate() error { return c.withDefaults().validate() }
+
+func (c Config) validate() error {
+	bad := func(key string, v any, rule string) error {
+		return &jobs.SettingError{Component: "zombie", Key: key, Value: v, Rule: rule}
+	}
+	between := func(key string, d, lo, hi time.Duration) error {
+		if d < lo || d > hi {
+			return bad(key, d, fmt.Sprintf("must be between %v and %v", lo, hi))
+		}
+		return nil
+	}
+	for _, err := range []error{
+		between("ScanInterval", c.ScanInterval, MinScanInterval, MaxScanInterval),
+		between("FetchedJobTimeout", c.FetchedJobTimeout, MinFetchedJobTimeout, MaxFetchedJobTimeout),
+		between("ProcessingZombieTimeout", c.ProcessingZombieTimeout, MinZombieTimeout, MaxZombieTimeout),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	switch {
+	case c.BatchSize < 1 || c.BatchSize > jobs.MaxRescueBatch:
+		return bad("BatchSize", c.BatchSize, fmt.Sprintf("must be between 1 and %d", jobs.MaxRescueBatch))
+	case c.MaxBatchesPerPhase < 1 || c.MaxBatchesPerPhase > MaxMaxBatchesPerPhase:
+		return bad("MaxBatchesPerPhase", c.MaxBatchesPerPhase, fmt.Sprintf("must be between 1 and %d", MaxMaxBatchesPerPhase))
+	}
+	return nil
+}
+
 // New validates cfg and returns a Rescuer.
-func New(store jobs.Store, cfg Config) (*Rescuer, error) {
+func New(store jobs.Rescuer, cfg Config) (*Rescuer, error) {
 	if store == nil {
 		return nil, errors.New("zombie: nil store")
 	}
-	d := DefaultConfig()
-	if cfg.ScanInterval == 0 {
-		cfg.ScanInterval = d.ScanInterval
-	}
-	if cfg.FetchedJobTimeout == 0 {
-		cfg.FetchedJobTimeout = d.FetchedJobTimeout
-	}
-	if cfg.ProcessingZombieTimeout == 0 {
-		cfg.ProcessingZombieTimeout = d.ProcessingZombieTimeout
-	}
-	if cfg.BatchSize == 0 {
-		cfg.BatchSize = d.BatchSize
-	}
-	if cfg.MaxBatchesPerPhase == 0 {
-		cfg.MaxBatchesPerPhase = d.MaxBatchesPerPhase
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = zap.NewNop()
-	}
-	switch {
-	case cfg.ScanInterval < time.Millisecond:
-		return nil, fmt.Errorf("zombie: ScanInterval = %v: must be at least 1ms", cfg.ScanInterval)
-	case cfg.FetchedJobTimeout < 0 || cfg.ProcessingZombieTimeout < 0:
-		return nil, errors.New("zombie: timeouts must be positive")
-	case cfg.BatchSize < 1 || cfg.BatchSize > jobs.MaxRescueBatch:
-		return nil, fmt.Errorf("zombie: BatchSize = %d: must be between 1 and %d", cfg.BatchSize, jobs.MaxRescueBatch)
-	case cfg.MaxBatchesPerPhase < 1:
-		return nil, fmt.Errorf("zombie: MaxBatchesPerPhase = %d: must be at least 1", cfg.MaxBatchesPerPhase)
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
 	}
 	return &Rescuer{store: store, cfg: cfg, log: cfg.Logger}, nil
 }

@@ -383,7 +383,7 @@ func demoProcessorConfig(queues []string, log *zap.Logger) processor.Config {
 		Queues: queues, Concurrency: 8, PrefetchSize: 16, BatchSize: 8,
 		PollInterval: 200 * time.Millisecond, DefaultTimeout: 30 * time.Second,
 		HeartbeatIntervalMin: 500 * time.Millisecond, HeartbeatIntervalMax: time.Second,
-		ShutdownTimeout: 2 * time.Second, FetchedJobTimeout: 3 * time.Second,
+		ShutdownTimeout: 2 * time.Second, ReleaseAfter: 1500 * time.Millisecond,
 		Retry:  processor.RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 5 * time.Second, BackoffMultiplier: 2, JitterMaxDelay: 200 * time.Millisecond},
 		Logger: log,
 	}

@@ -1,0 +1,72 @@
+package chokaq
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/zombie"
+)
+
+// CheckConfig validates a processor and a rescue loop that run against one
+// store, each on its own (processor.Config.Validate, zombie.Config.Validate)
+// and against each other, and returns the first broken rule as a
+// *jobs.SettingError. New calls it; so does package config for
+// appsettings.yaml, so a service that wires processor and zombie by hand
+// gets the same errors. The rules between the two:
+//
+//   - the zombie timeout is more than 3 x HeartbeatIntervalMax, for the
+//     global one and for every queue's own (queues may be nil): a live job
+//     misses a beat or two under load, and rescue must not dead-letter it
+//     for that;
+//   - the processor's ReleaseAfter is at most half of FetchedJobTimeout:
+//     a job waiting in a live worker's buffer is released by the worker
+//     before rescue phase 1 would take it back.
+func CheckConfig(p processor.Config, r zombie.Config, queues map[string]jobs.QueueUpdate) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	// The effective values: Validate accepted them with defaults applied.
+	pd, rd := processor.DefaultConfig(), zombie.DefaultConfig()
+	hbMax := or(p.HeartbeatIntervalMax, pd.HeartbeatIntervalMax)
+	release := or(p.ReleaseAfter, pd.ReleaseAfter)
+	zombieTimeout := or(r.ProcessingZombieTimeout, rd.ProcessingZombieTimeout)
+	fetched := or(r.FetchedJobTimeout, rd.FetchedJobTimeout)
+
+	if zombieTimeout <= 3*hbMax {
+		return &jobs.SettingError{Component: "zombie", Key: "ProcessingZombieTimeout", Value: zombieTimeout,
+			Rule: fmt.Sprintf("must be more than 3 x {processor.HeartbeatIntervalMax} (3 x %v = %v), or live jobs are rescued", hbMax, 3*hbMax),
+			Other: &jobs.SettingError{Component: "processor", Key: "HeartbeatIntervalMax", Value: hbMax,
+				Rule: fmt.Sprintf("must be less than a third of {zombie.ProcessingZombieTimeout} (%v), or live jobs are rescued", zombieTimeout)}}
+	}
+	for _, name := range slices.Sorted(maps.Keys(queues)) {
+		q := queues[name].ZombieTimeoutSeconds
+		if q == nil || *q == 0 {
+			continue
+		}
+		if d := time.Duration(*q) * time.Second; d <= 3*hbMax {
+			return &jobs.SettingError{Component: "queue " + name, Key: "ZombieTimeoutSeconds", Value: *q,
+				Rule: fmt.Sprintf("must be more than 3 x {processor.HeartbeatIntervalMax} (3 x %v = %v), or 0 to use {zombie.ProcessingZombieTimeout}", hbMax, 3*hbMax)}
+		}
+	}
+	if release > fetched/2 {
+		return &jobs.SettingError{Component: "processor", Key: "ReleaseAfter", Value: release,
+			Rule: fmt.Sprintf("must be at most half of {zombie.FetchedJobTimeout} (%v), or rescue phase 1 takes back jobs a live worker is about to start", fetched),
+			Other: &jobs.SettingError{Component: "zombie", Key: "FetchedJobTimeout", Value: fetched,
+				Rule: fmt.Sprintf("must be at least 2 x {processor.ReleaseAfter} (2 x %v = %v)", release, 2*release)}}
+	}
+	return nil
+}
+
+func or(v, d time.Duration) time.Duration {
+	if v == 0 {
+		return d
+	}
+	return v
+}
