@@ -6,7 +6,13 @@ SQLSERVER_IMAGE := mcr.microsoft.com/mssql/server:2022-latest
 SQLSERVER_NAME  := chokaq-sqlserver
 SQLSERVER_ENV   := .sqlserver.env
 
-.PHONY: test fmt-check vet staticcheck race test-sqlserver sqlserver-up sqlserver-down bench run
+FUZZTIME        ?= 30s
+
+.PHONY: help test fmt-check vet staticcheck race fuzz test-sqlserver sqlserver-up sqlserver-down bench run
+
+## help: list the targets.
+help:
+	@awk -F': ' '/^## [a-z-]+:/ {sub(/^## /, ""); printf "  %-16s %s\n", $$1, substr($$0, length($$1) + 3)}' $(MAKEFILE_LIST)
 
 ## test: formatting, vet, staticcheck and every test with the race detector.
 test: fmt-check vet staticcheck race
@@ -24,15 +30,23 @@ staticcheck:
 race:
 	$(GO) test -race -count=1 ./...
 
+## fuzz: run every fuzz target for FUZZTIME (30s) each; `make test` runs their seed corpora.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDSN$$' -fuzztime $(FUZZTIME) ./internal/redact/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime $(FUZZTIME) ./config/
+	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./config/
+	$(GO) test -run '^$$' -fuzz '^FuzzFilterForm$$' -fuzztime $(FUZZTIME) ./dashboard/
+	$(GO) test -run '^$$' -fuzz '^FuzzCommandNeverPrintsPassword$$' -fuzztime $(FUZZTIME) ./cmd/chokaq/
+
 ## test-sqlserver: the SQL Server tests; fails when no server is reachable.
-## Uses CHOKAQ_TEST_SQLSERVER, else the DSN `make sqlserver-up` wrote, else Docker.
+# Uses CHOKAQ_TEST_SQLSERVER, else the DSN `make sqlserver-up` wrote, else Docker.
 test-sqlserver:
 	@set -e; if [ -z "$$CHOKAQ_TEST_SQLSERVER" ] && [ -f $(SQLSERVER_ENV) ]; then . ./$(SQLSERVER_ENV); fi; \
 	CHOKAQ_REQUIRE_SQLSERVER=1 $(GO) test -race -count=1 -v -run 'Contract|Invariant|LockFootprint|EnqueueTx|Migrations|Leader|SQLServer' ./sqlserver/... ./schema/... ./processor/... ./cmd/... 2>&1 | \
 	  grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|skipped|required' ; exit $${PIPESTATUS[0]}
 
-## sqlserver-up: start SQL Server 2022 in Docker on 127.0.0.1:1433 with a
-## generated SA password, written with the DSN to the git-ignored .sqlserver.env.
+## sqlserver-up: start SQL Server 2022 in Docker on 127.0.0.1:1433 (DSN in .sqlserver.env).
+# The SA password is generated and written with the DSN to the git-ignored .sqlserver.env.
 sqlserver-up:
 	@set -e; pw="Ck1!$$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"; \
 	docker run -d --name $(SQLSERVER_NAME) -e ACCEPT_EULA=Y -e "MSSQL_SA_PASSWORD=$$pw" \
@@ -44,6 +58,7 @@ sqlserver-up:
 	    echo "SQL Server is up; DSN in $(SQLSERVER_ENV)"; exit 0; fi; sleep 2; done; \
 	echo "SQL Server did not become ready"; exit 1
 
+## sqlserver-down: remove the container sqlserver-up started.
 sqlserver-down:
 	-docker rm -f $(SQLSERVER_NAME)
 	rm -f $(SQLSERVER_ENV)
@@ -52,7 +67,6 @@ sqlserver-down:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./... | tee bench.out
 
-## run: the demo on the in-memory store (or on SQL Server when
-## CHOKAQ__CONNECTIONSTRING is set); finishes by itself in about 10 seconds.
+## run: the demo on the in-memory store (on SQL Server with CHOKAQ__CONNECTIONSTRING), about 10 seconds.
 run:
 	$(GO) run ./cmd/chokaq demo

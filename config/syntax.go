@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chokaq/chokaq-go/internal/redact"
 )
 
 // yamlProblem is yaml.v3's message for a file it cannot parse.
@@ -30,7 +32,8 @@ func syntaxError(path string, content []byte, err error) error {
 	if m == nil {
 		// Not a parse error with a position (e.g. a duplicate key found
 		// while decoding): its lines are right; keep it on one line.
-		return fmt.Errorf("%w: %s: %s", ErrSyntax, path, strings.Join(strings.Fields(err.Error()), " "))
+		// It may quote a value of the file, which may be a secret.
+		return fmt.Errorf("%w: %s: %s", ErrSyntax, path, redact.DSN(strings.Join(strings.Fields(err.Error()), " ")))
 	}
 	reported, _ := strconv.Atoi(m[1])
 	problem := m[2]
@@ -47,7 +50,7 @@ func syntaxError(path string, content []byte, err error) error {
 			break
 		}
 	}
-	msg := fmt.Sprintf("%s: line %d: %s", path, line, problem)
+	msg := fmt.Sprintf("%s: line %d: %s", path, line, redact.DSN(problem))
 	if line <= len(lines) {
 		if text := strings.TrimRight(lines[line-1], "\r\n"); strings.TrimSpace(text) != "" {
 			msg += ": " + quoteLine(text)

@@ -36,6 +36,8 @@ const (
 type dashboardFlags struct {
 	addr, token, basic            string
 	readOnly, demo, secureCookies bool
+	proxyHeader                   string
+	proxies                       []string
 }
 
 func (a *app) dashboardCommand() *cobra.Command {
@@ -50,6 +52,12 @@ of at least 16 characters, or --basic-auth (or $` + dashboardBasicEnv + `) with 
 password of at least 8, because the dashboard can resurrect and purge jobs.
 /metrics and /readyz, served beside it, need the same credentials;
 /healthz is open. Behind a TLS-terminating proxy, pass --secure-cookies.
+
+Failed logins make a client wait, longer after each failure beyond ten.
+Behind a reverse proxy every client has the proxy's address: name the
+header the proxy writes the client's address into (--trusted-proxy-header
+X-Forwarded-For) and the proxy's addresses (--trusted-proxy 10.0.0.0/8), so
+one client's failures do not delay the others.
 
 On the in-memory store it also runs a small demo workload in-process (a
 processor and the rescue loop with short timeouts, a steady trickle of jobs of
@@ -69,6 +77,8 @@ timeouts, since they apply to every queue.`,
 	f.StringVar(&fl.basic, "basic-auth", "", "require HTTP basic credentials user:password; default $"+dashboardBasicEnv)
 	f.BoolVar(&fl.secureCookies, "secure-cookies", false, "mark cookies Secure and expect https origins: the dashboard is reached over HTTPS through a TLS-terminating proxy")
 	f.BoolVar(&fl.demo, "demo", false, "run the demo workload also on SQL Server (always on with the in-memory store)")
+	f.StringVar(&fl.proxyHeader, "trusted-proxy-header", "", "read the client's address from this header (X-Forwarded-For or X-Real-IP), for requests from --trusted-proxy only")
+	f.StringArrayVar(&fl.proxies, "trusted-proxy", nil, "address or CIDR of a reverse proxy whose --trusted-proxy-header is believed (repeatable)")
 	return c
 }
 
@@ -129,9 +139,9 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 	}
 
 	dash, err := dashboard.New(store, dashboard.Options{ReadOnly: fl.readOnly, Auth: auth, SecureCookies: fl.secureCookies,
-		Logger: a.log.Named("dashboard")})
+		TrustedProxyHeader: fl.proxyHeader, TrustedProxies: fl.proxies, Logger: a.log.Named("dashboard")})
 	if err != nil {
-		return err
+		return &usageError{err}
 	}
 	// Metrics and health of whatever runs in this process (the demo
 	// workload, if any) are served next to the pages.

@@ -391,3 +391,26 @@ func TestDashboardListensOnLoopbackByDefault(t *testing.T) {
 	}
 	s.stop(t)
 }
+
+// Behind a reverse proxy every client shares the proxy's address; with the
+// proxy trusted, failures are counted per forwarded client, so one
+// guesser's failures do not delay an operator.
+func TestDashboardTrustedProxy(t *testing.T) {
+	wantExit(t, runBinary(t, "", "", "dashboard", "--trusted-proxy-header", "X-Forwarded-For"), exitUsage, "TrustedProxyHeader", "needs TrustedProxies")
+	wantExit(t, runBinary(t, "", "", "dashboard", "--trusted-proxy-header", "X-Forwarded-For", "--trusted-proxy", "0.0.0.0/0"), exitUsage, "trusts every address")
+
+	s := startDashboard(t, []string{dashboardTokenEnv + "=open-sesame-1234"}, "--addr", "127.0.0.1:0", "--read-only",
+		"--trusted-proxy-header", "X-Forwarded-For", "--trusted-proxy", "127.0.0.1")
+	for range 10 {
+		if code, _ := s.get(t, "/", "Authorization", "Bearer wrong", "X-Forwarded-For", "203.0.113.7"); code != http.StatusUnauthorized {
+			t.Fatalf("a wrong token: %d", code)
+		}
+	}
+	if code, _ := s.get(t, "/", "Authorization", "Bearer open-sesame-1234", "X-Forwarded-For", "203.0.113.7"); code != http.StatusTooManyRequests {
+		t.Fatalf("the guesser's next attempt inside its delay: %d, want 429", code)
+	}
+	if code, _ := s.get(t, "/", "Authorization", "Bearer open-sesame-1234", "X-Forwarded-For", "198.51.100.2"); code != http.StatusOK {
+		t.Fatalf("another client behind the same proxy: %d, want 200", code)
+	}
+	s.stop(t)
+}
