@@ -32,7 +32,7 @@ func (unwrapPanics) Unwrap() error { panic("Unwrap exploded") }
 
 type asPanics struct{}
 
-func (asPanics) Error() string     { return "as panics" }
+func (asPanics) Error() string      { return "as panics" }
 func (asPanics) As(target any) bool { panic("As exploded") }
 
 // loop unwraps to itself forever: errors.Is and errors.As never return.
