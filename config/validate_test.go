@@ -24,7 +24,7 @@ func TestValidationRules(t *testing.T) {
 		{"Schema system", map[string]string{"Schema": "sys"},
 			"ChokaQ.Schema = sys (override): sys is a system schema"},
 		{"Schema empty", map[string]string{"Schema": ""},
-			"ChokaQ.Schema (override): must be 1 to 128 characters"},
+			"ChokaQ.Schema (override): must be 1 to 124 characters (the application role <schema>_app must fit in 128)"},
 		{"WorkerId control character", map[string]string{"WorkerId": "a\tb"},
 			"ChokaQ.WorkerId = a\tb (override): must not contain control characters"},
 		{"WorkerId too long", map[string]string{"WorkerId": strings.Repeat("w", 201)},

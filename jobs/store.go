@@ -97,9 +97,12 @@ type Admin interface {
 	// UpdateQueue changes a queue's settings, creating its row if needed.
 	UpdateQueue(ctx context.Context, name string, u QueueUpdate) (QueueSettings, error)
 	// QueueStats reports counts and lag for every queue that has a control
-	// row or any job. It reads every table: an operator query, and not a
-	// snapshot (a SQL Server scan at read committed can count a job that
-	// changes status during the scan twice, or not at all).
+	// row or any job (at most MaxStatsQueues queues). Each count is capped
+	// at the store's stats cap (DefaultStatsCap unless configured), so a
+	// poll costs a bounded read however large the tables grow: a count at
+	// the cap means "at least that many". It is an operator read, not a
+	// snapshot (a SQL Server read at read committed can count a job that
+	// changes status meanwhile twice, or not at all).
 	QueueStats(ctx context.Context) ([]QueueStats, error)
 	// QueueDepths counts the hot jobs of the named queues by status, each
 	// count capped at Cap, so that sampling costs a bounded number of rows
@@ -120,6 +123,14 @@ type QueueDepth struct {
 
 // MaxDepthCap bounds QueueDepths' cap.
 const MaxDepthCap = 1_000_000
+
+// QueueStats' bounds: each count is capped at a store's stats cap
+// (DefaultStatsCap unless the store is configured otherwise), and at most
+// MaxStatsQueues queues are reported.
+const (
+	DefaultStatsCap = 10_000
+	MaxStatsQueues  = 1000
+)
 
 // ClaimParams selects what a claim may take.
 type ClaimParams struct {

@@ -37,14 +37,20 @@ SHUTDOWN SOME STATISTICS SYSTEM_USER TABLE TABLESAMPLE TEXTSIZE THEN TO TOP TRAN
 TRY_CONVERT TSEQUAL UNION UNIQUE UNPIVOT UPDATE UPDATETEXT USE USER VALUES VARYING VIEW WAITFOR WHEN WHERE
 WHILE WITH WRITETEXT`
 
-// ValidateName accepts an identifier of 1 to 128 ASCII letters, digits and
-// underscores that does not start with a digit and is not a system schema.
+// MaxNameLen bounds a schema name: the migrations name the schema's
+// application role <schema>_app, and a database principal's name is at
+// most 128 characters.
+const MaxNameLen = 124
+
+// ValidateName accepts an identifier of 1 to MaxNameLen ASCII letters,
+// digits and underscores that does not start with a digit and is not a
+// system schema.
 // The name is pasted into SQL text (it cannot be a parameter), so nothing
 // outside that set is allowed, not even with quoting, and T-SQL reserved
 // keywords are refused.
 func ValidateName(name string) error {
-	if name == "" || len(name) > 128 {
-		return fmt.Errorf("%w %q: must be 1 to 128 characters", ErrInvalidName, name)
+	if name == "" || len(name) > MaxNameLen {
+		return fmt.Errorf("%w %q: must be 1 to %d characters (the application role <schema>_app must fit in 128)", ErrInvalidName, name, MaxNameLen)
 	}
 	for i, r := range name {
 		ok := r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (i > 0 && r >= '0' && r <= '9')

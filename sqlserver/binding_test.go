@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"reflect"
 	"regexp"
 	"slices"
@@ -104,6 +105,7 @@ func TestQueryBinding(t *testing.T) {
 // no rows), but every call must reach the database.
 func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []stepError) {
 	ctx := t.Context()
+	s.sleep = func(context.Context, time.Duration) error { return nil } // retries at once
 	ref := jobs.LeaseRef{ID: 42, Lease: 3}
 	status, reason := jobs.StatusProcessing, jobs.ReasonFatal
 	from := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -135,6 +137,12 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 	steps := []step{
 		{"Enqueue", func() error { _, err := s.Enqueue(ctx, plain); return err }},
 		{"Enqueue", func() error { _, err := s.Enqueue(ctx, keyed); return err }},
+		{"Enqueue", func() error {
+			// Resurrect took the key between the check and the insert.
+			rec.failNext(s.q.enqueueKeyed, mssql.Error{Number: 2601, Message: "duplicate key"})
+			_, err := s.Enqueue(ctx, keyed)
+			return err
+		}},
 		{"EnqueueMany", func() error {
 			_, err := s.EnqueueMany(ctx, []jobs.EnqueueParams{plain, keyed, keyed, {Type: "bare"}})
 			return err
@@ -151,6 +159,13 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		}},
 		{"Claim", func() error {
 			_, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail", "mail", "sms"}, Limit: 10})
+			return err
+		}},
+		{"Claim", func() error {
+			// The reply is lost: the retry first adopts the rows the lost
+			// attempt may have taken.
+			rec.failNext(s.q.claim, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")})
+			_, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail"}, Limit: 10})
 			return err
 		}},
 		{"Start", func() error { _, err := s.Start(ctx, ref, jobs.StartParams{DefaultTimeout: time.Minute}); return err }},
@@ -731,7 +746,9 @@ func TestLexTSQL(t *testing.T) {
 type recorder struct {
 	mu     sync.Mutex
 	method string
-	rows   map[string][]driver.Value
+	// fail holds errors a statement answers with, one per call, first.
+	fail map[string][]error
+	rows map[string][]driver.Value
 	// answer, when set, gives the row of a statement rows does not name.
 	answer func(query string) []driver.Value
 	calls  []recordedCall
@@ -822,7 +839,32 @@ func (c recordingConn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 func (c recordingConn) QueryContext(_ context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	return &oneRow{row: c.r.record(query, args)}, nil
+	row := c.r.record(query, args)
+	if err := c.r.failure(query); err != nil {
+		return nil, err
+	}
+	return &oneRow{row: row}, nil
+}
+
+// failNext makes the next call of query fail with err.
+func (r *recorder) failNext(query string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail == nil {
+		r.fail = map[string][]error{}
+	}
+	r.fail[query] = append(r.fail[query], err)
+}
+
+func (r *recorder) failure(query string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	errs := r.fail[query]
+	if len(errs) == 0 {
+		return nil
+	}
+	r.fail[query] = errs[1:]
+	return errs[0]
 }
 
 func (c recordingConn) ExecContext(_ context.Context, query string, args []driver.NamedValue) (driver.Result, error) {

@@ -19,7 +19,7 @@ import (
 // long column lists built from shared fragments, where an added column on
 // one side is the likeliest mistake.
 func TestInsertedColumnsMatchTheirValues(t *testing.T) {
-	q := render("[my_schema]")
+	q := render("my_schema")
 	tables := migratedTables(t, "my_schema")
 	checked := 0
 	for stmt, name := range statementNames(q) {
@@ -120,11 +120,15 @@ func intoTarget(toks []token, i int, tableVars map[string]int) (string, []string
 		i++
 	} else {
 		var name strings.Builder
-		for i < len(toks) && (toks[i].kind == tokWord || toks[i].text == ".") {
+		for i < len(toks) && (toks[i].kind == tokWord && !isWord(toks[i], "WITH") || toks[i].text == ".") {
 			name.WriteString(toks[i].text)
 			i++
 		}
 		target = name.String()
+		// INSERT INTO t WITH (ROWLOCK) (columns): the hints come first.
+		if i+1 < len(toks) && isWord(toks[i], "WITH") && toks[i+1].text == "(" {
+			i = skipParens(toks, i+1)
+		}
 	}
 	if i < len(toks) && toks[i].text == "(" {
 		var names []string

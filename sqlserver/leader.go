@@ -34,7 +34,7 @@ func (l *Leader) TryLead(ctx context.Context) (bool, error) {
 	defer l.mu.Unlock()
 	if l.conn != nil {
 		var mode string
-		err := l.conn.QueryRowContext(ctx, l.q.appLockMode, sql.Named("resource", l.resource)).Scan(&mode)
+		err := l.conn.QueryRowContext(ctx, l.q.appLockMode, sql.Named("resource", text(l.resource))).Scan(&mode)
 		if err == nil && mode == "Exclusive" {
 			return true, nil
 		}
@@ -46,7 +46,7 @@ func (l *Leader) TryLead(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("sqlserver: leader connection: %w", err)
 	}
 	var rc int
-	if err := conn.QueryRowContext(ctx, l.q.tryAppLock, sql.Named("resource", l.resource)).Scan(&rc); err != nil {
+	if err := conn.QueryRowContext(ctx, l.q.tryAppLock, sql.Named("resource", text(l.resource))).Scan(&rc); err != nil {
 		conn.Close()
 		return false, fmt.Errorf("sqlserver: sp_getapplock: %w", err)
 	}
@@ -65,7 +65,7 @@ func (l *Leader) Resign(ctx context.Context) error {
 	if l.conn == nil {
 		return nil
 	}
-	_, err := l.conn.ExecContext(ctx, l.q.releaseAppLock, sql.Named("resource", l.resource))
+	_, err := l.conn.ExecContext(ctx, l.q.releaseAppLock, sql.Named("resource", text(l.resource)))
 	cerr := l.conn.Close()
 	l.conn = nil
 	return errors.Join(err, cerr)

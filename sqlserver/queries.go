@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
 )
 
 // Every T-SQL statement of the SQL Server store is in this file, so it can be
@@ -18,14 +19,21 @@ import (
 //     key is in the predicate, so each seeks one row.
 //   - Moves between tables are one DELETE ... OUTPUT ... INTO statement, or
 //     one transaction under XACT_ABORT.
-//   - Statements that pick a batch select TOP (@n) IDs with
-//     UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK in a derived table joined
-//     to the base table, and repeat the status test on the outer statement.
-//     They state READ COMMITTED (READPAST needs it; a parameterized batch
-//     runs in sp_executesql, so the setting ends with the call).
-//   - Long text parameters are sent as NVARCHAR(MAX) and jobs as a table-
-//     valued parameter, so a parameter's declared length does not vary with
-//     its value and each statement keeps one cached plan.
+//   - Statements that pick a batch select TOP (@n) IDs with UPDLOCK,
+//     READPAST, ROWLOCK in a derived table that seeks an index, joined to
+//     the base table read WITH (READPAST, ROWLOCK), and repeat the whole
+//     test on that outer table: such a statement never waits on a row
+//     another transaction holds, so it cannot take part in a deadlock with
+//     the worker statements, which lock the clustered key first (ADR 0016,
+//     with the lock order of every statement). They state READ COMMITTED
+//     (READPAST needs it; a parameterized batch runs in sp_executesql, so
+//     the setting ends with the call).
+//   - Every parameter is declared the same whatever its value, so each
+//     statement keeps one cached plan: text goes as NVARCHAR(MAX) and is
+//     copied into a local of the column's type before it meets an index;
+//     an absent text is the empty string (no queue, type or text is empty);
+//     bytes go as hex text; times as DATETIME2 with a separate "has" bit;
+//     lists and jobs as table-valued parameters.
 
 // delayFrom is @now plus @<name>Ms milliseconds.
 func delayFrom(name, from string) string {
@@ -37,9 +45,11 @@ func agoFrom(name, from string) string {
 	return "DATEADD(MILLISECOND, -(@" + name + "Ms % 1000), DATEADD(SECOND, -(@" + name + "Ms / 1000), " + from + "))"
 }
 
-// jobColumns is the unified column list every read returns, whatever the
-// table; $ is replaced by a table alias and the table-specific columns that
-// do not apply are NULL. scanJob reads exactly this list.
+// unifiedHot, unifiedArchive and unifiedDLQ are the one column list every
+// read of a job returns, whatever its table: $ is replaced by a table alias,
+// and the columns that do not apply to the table are NULL. scanJobs reads
+// exactly this list, and unifiedNames names it, for the table variable a
+// claim fills.
 const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(1 AS TINYINT), $.Status, $.CreatedAtUtc, $.ScheduledAtUtc, $.LastUpdatedUtc, $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
@@ -56,6 +66,34 @@ const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
+
+// unifiedNames declares the unified columns, in order, for a table variable.
+var unifiedNames = [][2]string{
+	{"Id", "BIGINT"}, {"Queue", "NVARCHAR(100)"}, {"Type", "NVARCHAR(200)"}, {"Payload", "VARBINARY(MAX)"}, {"Priority", "INT"},
+	{"Tags", "NVARCHAR(1000)"}, {"IdempotencyKey", "NVARCHAR(200)"}, {"CreatedBy", "NVARCHAR(100)"}, {"MaxAttempts", "INT"},
+	{"AttemptCount", "INT"}, {"TableKind", "TINYINT"}, {"Status", "TINYINT"}, {"CreatedAtUtc", "DATETIME2(7)"},
+	{"ScheduledAtUtc", "DATETIME2(7)"}, {"LastUpdatedUtc", "DATETIME2(7)"}, {"WorkerId", "NVARCHAR(200)"}, {"RunLease", "BIGINT"},
+	{"StartedAtUtc", "DATETIME2(7)"}, {"HeartbeatUtc", "DATETIME2(7)"}, {"DeadlineUtc", "DATETIME2(7)"}, {"LastError", "NVARCHAR(MAX)"},
+	{"FinishedAtUtc", "DATETIME2(7)"}, {"DurationMs", "BIGINT"}, {"FailureReason", "INT"}, {"ErrorDetails", "NVARCHAR(MAX)"},
+}
+
+// unifiedDecl is the column list of a table variable of unified rows;
+// unifiedSelect selects them from alias.
+func unifiedDecl() string {
+	parts := make([]string, len(unifiedNames))
+	for i, c := range unifiedNames {
+		parts[i] = c[0] + " " + c[1] + " NULL"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func unifiedSelect(alias string) string {
+	parts := make([]string, len(unifiedNames))
+	for i, c := range unifiedNames {
+		parts[i] = alias + "." + c[0]
+	}
+	return strings.Join(parts, ", ")
+}
 
 // Columns a move copies out of JobsHot.
 const (
@@ -79,7 +117,7 @@ const (
 // even a single one: the parameter's declaration is then the same whatever
 // the payload's length, so the plan cache holds one plan, not one per
 // payload size (go-mssqldb declares []byte as varbinary(len)).
-const insertFromItems = `INSERT INTO {{s}}.JobsHot (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
+const insertFromItems = `INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
     AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease)
 SELECT {{idExpr}}, i.Queue, i.Type, i.Payload, i.Priority, i.Tags, {{keyExpr}}, i.CreatedBy, i.MaxAttempts,
     0, 0, @now,
@@ -99,71 +137,144 @@ DECLARE @first BIGINT = CONVERT(BIGINT, @firstValue);
 ` + "{{insertBatch}}" + `
 SELECT @first;`
 
-// Enqueue of one job (the single row of @items) with an idempotency key.
-// UPDLOCK + HOLDLOCK on the key seek takes a key-range update lock, so a
-// concurrent enqueue of the same key waits here and then sees the first job,
-// instead of deadlocking or failing on the unique index. Run inside a
-// caller's transaction it holds that lock until the caller commits, which is
-// what makes the key safe there too. XACT_ABORT rolls the transaction back if
-// the request is cancelled, so no lock outlives a timed-out call.
-const qEnqueueKeyed = `SET NOCOUNT ON;
-SET XACT_ABORT ON;
+// Enqueue of one job (the single row of @items) with an idempotency key. The
+// key is serialized with an application lock on a hash of it, owned by the
+// transaction: enqueues of one key wait for each other, enqueues of other
+// keys do not (a key-range lock, UPDLOCK and HOLDLOCK on a key that does not
+// exist yet, would lock the gap to the next key, and monotonic keys all fall
+// in one gap). CHECKSUM follows the collation, so keys the unique index
+// holds equal hash equally; two keys that merely collide wait for each
+// other, nothing worse. Under the lock a plain seek finds an active job with
+// the key, else the job is inserted. A job with the key that arrives by
+// another path (resurrect takes no key lock) surfaces as error 2601 or 2627,
+// after which the existing job is read and returned.
+//
+// keyedPrologue and keyedBody are shared by the two forms: on the store's
+// own transaction (enqueueKeyed), and inside a caller's (enqueueKeyedTx).
+const keyedPrologue = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-DECLARE @id BIGINT;
-BEGIN TRANSACTION;
-SELECT @id = Id FROM {{s}}.JobsHot WITH (UPDLOCK, HOLDLOCK, ROWLOCK, FORCESEEK)
-WHERE IdempotencyKey = @key AND IdempotencyKey IS NOT NULL;
+DECLARE @k NVARCHAR(200) = @key;
+DECLARE @id BIGINT, @dup BIT = 0, @rc INT;
+DECLARE @lock NVARCHAR(255) = N'chokaq:{{name}}:key:' + CONVERT(NVARCHAR(11), CHECKSUM(@k));`
+
+const keyedBody = `EXEC @rc = sys.sp_getapplock @Resource = @lock, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the idempotency key lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+SELECT @id = Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;
 IF @id IS NOT NULL
-BEGIN
-    COMMIT TRANSACTION;
-    SELECT @id, CAST(1 AS BIT);
-END
+    SET @dup = 1;
 ELSE
 BEGIN
-    SET @id = NEXT VALUE FOR {{s}}.JobIds;
-    ` + "{{insertKeyed}}" + `
-    COMMIT TRANSACTION;
-    SELECT @id, CAST(0 AS BIT);
+    BEGIN TRY
+        SET @id = NEXT VALUE FOR {{s}}.JobIds;
+        ` + "{{insertKeyed}}" + `
+    END TRY
+    BEGIN CATCH
+        IF ERROR_NUMBER() NOT IN (2601, 2627) OR XACT_STATE() <> 1
+            THROW;
+        SELECT @id = Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;
+        IF @id IS NULL
+            THROW;
+        SET @dup = 1;
+    END CATCH
 END`
 
-// Claim for one queue. A queue with MaxWorkers serializes its claimers on its
-// Queues row (UPDLOCK, held to COMMIT) and counts its Fetched and Processing
-// rows under that lock, so the cap is exact across processes (ADR 0003).
-// Queues without a cap take no such lock. The candidate set is TOP (@n) in
+// The store's own transaction, under XACT_ABORT so that a cancelled request
+// leaves no transaction (and no key lock) open. A duplicate key here dooms
+// the transaction (XACT_STATE() = -1), so the statement rethrows and the
+// store reads the existing job with qJobByKey.
+const qEnqueueKeyed = keyedPrologue + `
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+` + keyedBody + `
+COMMIT TRANSACTION;
+SELECT @id, @dup;`
+
+// Inside a caller's transaction: XACT_ABORT off for this batch (a SET in a
+// parameterized batch lasts only as long as the batch), since under it a
+// duplicate key would roll back the caller's whole transaction, and no
+// transaction of its own. The key lock then lasts until the caller commits or rolls back,
+// which is what makes the key safe there: a second enqueue of it waits to
+// see whether the first commits. READCOMMITTEDLOCK reads the latest
+// committed row even in a caller's SNAPSHOT transaction, where a plain read
+// would miss a job committed after the snapshot began.
+const qEnqueueKeyedTx = keyedPrologue + `
+SET XACT_ABORT OFF;
+IF @@TRANCOUNT = 0
+    THROW 51002, N'chokaq: EnqueueTx needs an open transaction', 1;
+` + keyedBody + `
+SELECT @id, @dup;`
+
+// The active job that holds a key, after an insert lost a race for it.
+const qJobByKey = `SET NOCOUNT ON;
+DECLARE @k NVARCHAR(200) = @key;
+SELECT Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;`
+
+// queueLock names a queue's application lock. Queue names are ASCII
+// (jobs.ValidateQueueName), so UPPER makes the name compare as the Queue
+// column does under a case-insensitive collation; lock names compare
+// byte by byte.
+const queueLock = `N'chokaq:{{name}}:queue:' + UPPER(@q)`
+
+// Claim for one queue. Every claim holds a shared application lock on the
+// queue for its transaction and reads the queue's settings under it;
+// UpdateQueue takes the same lock exclusively. A MaxWorkers set by an
+// operator therefore waits for the claims in flight, and every later claim
+// sees it: no claimer can go on claiming freely after a cap is committed. A
+// capped queue then serializes its claimers on its Queues row (UPDLOCK, to
+// COMMIT) and counts its Fetched and Processing rows under that lock, so the
+// cap is exact across processes (ADR 0003). The candidate set is TOP (@n) in
 // IX_JobsHot_Claim order: no sort and no window function over the backlog,
-// so the statement locks about @n rows.
+// so the statement locks about @n rows. The claimed rows go into a table
+// variable and are sent after COMMIT: their payloads reach the client after
+// every lock is released. Each row carries @claimId, so a claim repeated
+// after a lost reply can adopt them (qAdoptClaim).
 const qClaim = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-DECLARE @paused BIT, @max INT, @n INT = @limit;
-SELECT @paused = IsPaused, @max = MaxWorkers FROM {{s}}.Queues WHERE Name = @queue;
+DECLARE @q NVARCHAR(100) = @queue, @w NVARCHAR(200) = @worker;
+DECLARE @paused BIT, @max INT, @n INT = @limit, @rc INT;
+DECLARE @lock NVARCHAR(255) = ` + queueLock + `;
+DECLARE @claimed TABLE (` + "{{unifiedColumnsDecl}}" + `);
 BEGIN TRANSACTION;
+EXEC @rc = sys.sp_getapplock @Resource = @lock, @LockMode = 'Shared', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the queue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+SELECT @paused = IsPaused, @max = MaxWorkers FROM {{s}}.Queues WHERE Name = @q;
 IF @max IS NOT NULL
 BEGIN
-    SELECT @paused = IsPaused, @max = MaxWorkers FROM {{s}}.Queues WITH (UPDLOCK, ROWLOCK) WHERE Name = @queue;
-    IF @max IS NOT NULL
-    BEGIN
-        SELECT @n = @max - COUNT(*) FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK)
-        WHERE Queue = @queue AND Status IN (1, 2);
-        IF @n > @limit SET @n = @limit;
-    END
+    SELECT @max = MaxWorkers FROM {{s}}.Queues WITH (UPDLOCK, ROWLOCK) WHERE Name = @q;
+    SELECT @n = @max - COUNT(*) FROM {{s}}.JobsHot WHERE Queue = @q AND Status IN (1, 2);
+    IF @n > @limit SET @n = @limit;
 END
 IF @n > 0 AND ISNULL(@paused, 0) = 0
 BEGIN
     DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
     UPDATE h
-    SET Status = 1, WorkerId = @worker, RunLease = h.RunLease + 1, LastUpdatedUtc = @now
-    OUTPUT ` + "{{hotInserted}}" + `
-    FROM {{s}}.JobsHot AS h
+    SET Status = 1, WorkerId = @w, RunLease = h.RunLease + 1, LastUpdatedUtc = @now, ClaimId = @claimId
+    OUTPUT ` + "{{hotInserted}}" + ` INTO @claimed
+    FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
     INNER JOIN (
         SELECT TOP (@n) c.Id
-        FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
-        WHERE c.Queue = @queue AND c.Status = 0 AND c.ScheduledAtUtc <= @now
+        FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
+        WHERE c.Queue = @q AND c.Status = 0 AND c.ScheduledAtUtc <= @now
         ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id
     ) AS x ON x.Id = h.Id
-    WHERE h.Status = 0;
+    WHERE h.Status = 0 AND h.Queue = @q AND h.ScheduledAtUtc <= @now;
 END
-COMMIT TRANSACTION;`
+COMMIT TRANSACTION;
+SELECT ` + "{{claimedCols}}" + ` FROM @claimed AS c;`
+
+// The rows a claim with @claimId took, for the store's retry of a claim
+// whose reply was lost. The read takes shared locks (READCOMMITTEDLOCK, also
+// under READ_COMMITTED_SNAPSHOT) and no READPAST: it waits until the first
+// attempt's transaction has ended, then sees what it committed.
+const qAdoptClaim = `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @w NVARCHAR(200) = @worker;
+SELECT ` + "{{hotCols}}" + `
+FROM {{s}}.JobsHot AS h WITH (READCOMMITTEDLOCK)
+WHERE h.Status = 1 AND h.ClaimId = @claimId AND h.WorkerId = @w;`
 
 // Fetched -> Processing. The deadline is the queue's execution timeout, else
 // the processor's default. A repeated start of the same claim (the reply to
@@ -211,7 +322,7 @@ const qRetry = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 UPDATE {{s}}.JobsHot WITH (ROWLOCK)
 SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
-    LastUpdatedUtc = @now, LastError = @error, ScheduledAtUtc = ` + "{{retryAt}}" + `
+    LastUpdatedUtc = @now, LastError = NULLIF(@error, N''), ScheduledAtUtc = ` + "{{retryAt}}" + `
 WHERE Id = @id AND RunLease = @lease AND Status = 2;
 SELECT @@ROWCOUNT;`
 
@@ -219,7 +330,7 @@ SELECT @@ROWCOUNT;`
 const qDeadLetter = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DELETE h
-OUTPUT ` + dlqFromDeleted + `, @reason, @details
+OUTPUT ` + dlqFromDeleted + `, @reason, NULLIF(@details, N'')
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
@@ -235,18 +346,19 @@ WHERE h.Status = 1;
 SELECT @@ROWCOUNT;`
 
 // Rescue phase 1: Fetched rows older than the timeout go back to Pending.
-// No user code ran, so AttemptCount is not touched.
+// No user code ran, so AttemptCount is not touched. The candidate seeks
+// IX_JobsHot_Active (Status, LastUpdatedUtc).
 const qRescueFetched = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @cutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 UPDATE h
-SET Status = 0, WorkerId = NULL, LastUpdatedUtc = @now
+SET Status = 0, WorkerId = NULL, ClaimId = NULL, LastUpdatedUtc = @now
 OUTPUT ` + rescuedOutput + `, deleted.LastUpdatedUtc, CAST(NULL AS INT), @now
-FROM {{s}}.JobsHot AS h
+FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
-    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
     WHERE c.Status = 1 AND c.LastUpdatedUtc < @cutoff
     ORDER BY c.LastUpdatedUtc
 ) AS x ON x.Id = h.Id
@@ -255,33 +367,50 @@ WHERE h.Status = 1 AND h.LastUpdatedUtc < @cutoff;`
 // Rescue phase 2: Processing rows whose heartbeat is older than their
 // queue's ZombieTimeoutSeconds, else the global timeout, move to the DLQ as
 // Zombie. Their side effects are uncertain, so they are never re-run.
+//
+// The candidate seeks IX_JobsHot_Heartbeat up to the loosest cutoff (now
+// minus the shortest of the global and the per-queue timeouts): a live job
+// heartbeats far more often than that, so only rows whose worker went
+// silent are read, and update-locked. The per-queue timeouts come from a
+// table variable filled first, so no Queues row is locked while JobsHot is,
+// and the exact per-queue test is made in the candidate, so rows of a queue
+// with a longer timeout cannot fill the batch and starve the others, and
+// again on the outer table, which READPAST leaves alone while a worker
+// holds it.
 const qRescueZombies = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @globalCutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
+DECLARE @timeouts TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY, Seconds INT NOT NULL);
+INSERT INTO @timeouts (Queue, Seconds)
+SELECT Name, ZombieTimeoutSeconds FROM {{s}}.Queues WHERE ZombieTimeoutSeconds IS NOT NULL;
+DECLARE @shortest INT;
+DECLARE @loosest DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
+SELECT @shortest = MIN(Seconds) FROM @timeouts;
+IF @shortest IS NOT NULL AND DATEADD(SECOND, -@shortest, @now) > @loosest
+    SET @loosest = DATEADD(SECOND, -@shortest, @now);
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, 2,
     N'zombie: heartbeat expired (last heartbeat ' + CONVERT(NVARCHAR(33), ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 127)
-        + N'Z, timeout ' + CONVERT(NVARCHAR(20), ISNULL(CAST(q.ZombieTimeoutSeconds AS BIGINT), @timeoutMs / 1000))
+        + N'Z, timeout ' + CONVERT(NVARCHAR(20), ISNULL(CAST(q.Seconds AS BIGINT), @timeoutMs / 1000))
         + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
-FROM {{s}}.JobsHot AS h
+FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
-    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
-    LEFT JOIN {{s}}.Queues AS cq ON cq.Name = c.Queue
-    WHERE c.Status = 2
-      AND ISNULL(c.HeartbeatUtc, c.LastUpdatedUtc) <
-          CASE WHEN cq.ZombieTimeoutSeconds IS NULL THEN @globalCutoff ELSE DATEADD(SECOND, -cq.ZombieTimeoutSeconds, @now) END
+    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
+    LEFT JOIN @timeouts AS ct ON ct.Queue = c.Queue
+    WHERE c.Status = 2 AND c.HeartbeatUtc < @loosest
+      AND c.HeartbeatUtc < ISNULL(DATEADD(SECOND, -ct.Seconds, @now), @globalCutoff)
+    ORDER BY c.HeartbeatUtc
 ) AS x ON x.Id = h.Id
-LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
-WHERE h.Status = 2
-  AND ISNULL(h.HeartbeatUtc, h.LastUpdatedUtc) <
-      CASE WHEN q.ZombieTimeoutSeconds IS NULL THEN @globalCutoff ELSE DATEADD(SECOND, -q.ZombieTimeoutSeconds, @now) END;`
+LEFT JOIN @timeouts AS q ON q.Queue = h.Queue
+WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff);`
 
 // Rescue phase 3: Processing rows past their deadline move to the DLQ as
-// Timeout, even while their worker still heartbeats (a hung handler).
+// Timeout, even while their worker still heartbeats (a hung handler). The
+// candidate seeks IX_JobsHot_Deadline.
 const qRescueExpired = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
@@ -291,27 +420,34 @@ OUTPUT ` + dlqFromDeleted + `, 7,
         + N'Z, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, 7, @now
-FROM {{s}}.JobsHot AS h
+FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
-    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
     WHERE c.Status = 2 AND c.DeadlineUtc < @now
+    ORDER BY c.DeadlineUtc
 ) AS x ON x.Id = h.Id
 WHERE h.Status = 2 AND h.DeadlineUtc < @now;`
+
+// filterPrologue copies the filter's text parameters, sent as
+// NVARCHAR(MAX), into locals of their columns' types, and the search text's
+// bytes from hex, so that every call binds the same declarations.
+const filterPrologue = `DECLARE @fq NVARCHAR(100) = @queue, @ft NVARCHAR(200) = @type, @fx NVARCHAR(400) = @text;
+DECLARE @fb VARBINARY(400) = CONVERT(VARBINARY(400), @textHex, 2);`
 
 // filterWhere is the WHERE clause shared by listing, counting, resurrect and
 // purge: a catch-all over optional parameters, compiled per call with
 // OPTION (RECOMPILE) so the plan fits the filters actually given. $ is the
 // table alias, @ the table's own instant column.
 const filterWhere = `WHERE (@hasIds = 0 OR $.Id IN (SELECT Id FROM @ids))
-  AND (@queue IS NULL OR $.Queue = @queue)
-  AND (@type IS NULL OR $.Type = @type)
-  AND (@from IS NULL OR $.@ >= @from)
-  AND (@to IS NULL OR $.@ < @to)
+  AND (@fq = N'' OR $.Queue = @fq)
+  AND (@ft = N'' OR $.Type = @ft)
+  AND (@hasFrom = 0 OR $.@ >= @from)
+  AND (@hasTo = 0 OR $.@ < @to)
   AND (@olderThanMs IS NULL OR $.@ < ` + "{{olderThanAgo}}" + `)
-  AND (@asOf IS NULL OR $.@ <= @asOf)
-  AND (@text IS NULL OR CHARINDEX(@text, $.Type) > 0 OR CHARINDEX(@text, ISNULL($.LastError, N'')) > 0
-       {{textExtra}} OR CHARINDEX(@textBytes, ISNULL($.Payload, 0x)) > 0)
+  AND (@hasAsOf = 0 OR $.@ <= @asOf)
+  AND (@fx = N'' OR CHARINDEX(@fx, $.Type) > 0 OR CHARINDEX(@fx, ISNULL($.LastError, N'')) > 0
+       {{textExtra}} OR CHARINDEX(@fb, ISNULL($.Payload, 0x)) > 0)
   {{tableFilter}}`
 
 // tableSQL holds the per-table pieces the generic statements need.
@@ -329,7 +465,7 @@ var tables = map[jobs.Table]tableSQL{
 	jobs.TableArchive: {name: "JobsArchive", instant: "FinishedAtUtc", columns: unifiedArchive},
 	jobs.TableDLQ: {name: "JobsDLQ", instant: "FinishedAtUtc", columns: unifiedDLQ,
 		extra: "AND (@reason IS NULL OR $.FailureReason = @reason)",
-		text:  "OR CHARINDEX(@text, ISNULL($.ErrorDetails, N'')) > 0"},
+		text:  "OR CHARINDEX(@fx, ISNULL($.ErrorDetails, N'')) > 0"},
 }
 
 func (t tableSQL) where(alias string) string {
@@ -340,7 +476,9 @@ func (t tableSQL) where(alias string) string {
 // qList pages newest first; it asks for one row more than the page to know
 // whether another page follows.
 func (t tableSQL) qList() string {
-	return `SELECT TOP (@limit) ` + cols(t.columns, "t") + `
+	return `SET NOCOUNT ON;
+` + filterPrologue + `
+SELECT TOP (@limit) ` + cols(t.columns, "t") + `
 FROM {{s}}.` + t.name + ` AS t
 ` + t.where("t") + `
   AND (@beforeId = 0 OR t.Id < @beforeId)
@@ -349,38 +487,52 @@ OPTION (RECOMPILE);`
 }
 
 func (t tableSQL) qCount() string {
-	return `SELECT COUNT_BIG(*) FROM {{s}}.` + t.name + ` AS t
+	return `SET NOCOUNT ON;
+` + filterPrologue + `
+SELECT COUNT_BIG(*) FROM {{s}}.` + t.name + ` AS t
 ` + t.where("t") + `
 OPTION (RECOMPILE);`
 }
 
-// qPurge deletes one bounded batch of archived or dead-lettered jobs.
+// qPurge deletes one bounded batch of archived or dead-lettered jobs,
+// oldest first: the candidate walks the finish-time index from its old end,
+// so a purge by age reads about as many rows as it deletes. It takes no
+// UPDLOCK: nothing updates an archived or dead-lettered row, and the locks
+// of rows read but not deleted (a queue or text filter the index does not
+// cover) would otherwise pile up towards escalation. READPAST on both sides
+// leaves rows another statement holds to a later batch.
 func (t tableSQL) qPurge() string {
 	return `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+` + filterPrologue + `
 DELETE d
-FROM {{s}}.` + t.name + ` AS d
+FROM {{s}}.` + t.name + ` AS d WITH (READPAST, ROWLOCK)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
-    FROM {{s}}.` + t.name + ` AS t WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    FROM {{s}}.` + t.name + ` AS t WITH (READPAST, ROWLOCK)
     ` + t.where("t") + `
-    ORDER BY t.Id DESC
+    ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id
 OPTION (RECOMPILE);
 SELECT @@ROWCOUNT;`
 }
 
 // qResurrect moves one bounded batch of dead letters back to Pending in one
-// transaction: out of the DLQ into a table variable, then into JobsHot with
-// AttemptCount reset and the ID and lease kept. A key that an active job
-// holds now (or that another resurrected job of this batch takes first) is
-// dropped, because keys are unique among active jobs.
+// transaction, oldest first: out of the DLQ into a table variable, then
+// into JobsHot with AttemptCount reset and the ID and lease kept. A key that
+// an active job holds now (or that another resurrected job of this batch
+// takes first) is dropped, because keys are unique among active jobs. The
+// check takes no range lock; a keyed enqueue that wins the key between the
+// check and the insert makes the insert fail with 2601, which rolls the
+// whole batch back, and the store runs it again.
 func qResurrect() string {
 	dlq := tables[jobs.TableDLQ]
 	return `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+` + filterPrologue + `
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @payload VARBINARY(MAX) = CONVERT(VARBINARY(MAX), @payloadHex, 2);
 DECLARE @moved TABLE (
     Id BIGINT NOT NULL PRIMARY KEY, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL, Payload VARBINARY(MAX) NULL,
     Priority INT NOT NULL, Tags NVARCHAR(1000) NULL, IdempotencyKey NVARCHAR(200) NULL, CreatedBy NVARCHAR(100) NULL,
@@ -390,20 +542,20 @@ DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails
 INTO @moved
-FROM {{s}}.JobsDLQ AS d
+FROM {{s}}.JobsDLQ AS d WITH (READPAST, ROWLOCK)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
-    FROM {{s}}.JobsDLQ AS t WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK)
     ` + dlq.where("t") + `
-    ORDER BY t.Id DESC
+    ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id
 OPTION (RECOMPILE);
-INSERT INTO {{s}}.JobsHot (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
+INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
     AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError)
 SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m.Payload END, m.Priority, m.Tags,
     CASE WHEN m.IdempotencyKey IS NULL OR m.KeyRank > 1
-              OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (UPDLOCK, HOLDLOCK, FORCESEEK)
-                         WHERE k.IdempotencyKey = m.IdempotencyKey AND k.IdempotencyKey IS NOT NULL)
+              OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (READCOMMITTEDLOCK)
+                         WHERE k.IdempotencyKey = m.IdempotencyKey)
          THEN NULL ELSE m.IdempotencyKey END,
     m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails
 FROM (SELECT mv.*, ROW_NUMBER() OVER (PARTITION BY mv.IdempotencyKey ORDER BY mv.Id) AS KeyRank FROM @moved AS mv) AS m;
@@ -422,64 +574,99 @@ const qQueues = `SELECT Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTime
 FROM {{s}}.Queues ORDER BY Name;`
 
 // Upsert of one queue row; a @set* flag of 0 leaves that column alone and a
-// zero value stores NULL (not set).
+// zero value stores NULL (not set). The queue's application lock, taken
+// exclusively first, makes a change wait for the claims in flight, which
+// hold it shared (see qClaim): from its commit on, every claim sees it.
 const qUpdateQueue = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
+DECLARE @q NVARCHAR(100) = @name, @rc INT;
+DECLARE @lock NVARCHAR(255) = ` + queueLock + `;
 BEGIN TRANSACTION;
+EXEC @rc = sys.sp_getapplock @Resource = @lock, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the queue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
 UPDATE {{s}}.Queues WITH (UPDLOCK, SERIALIZABLE)
 SET IsPaused = CASE WHEN @setPaused = 1 THEN @paused ELSE IsPaused END,
     MaxWorkers = CASE WHEN @setMax = 1 THEN NULLIF(@max, 0) ELSE MaxWorkers END,
     ZombieTimeoutSeconds = CASE WHEN @setZombie = 1 THEN NULLIF(@zombie, 0) ELSE ZombieTimeoutSeconds END,
     ExecutionTimeoutSeconds = CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) ELSE ExecutionTimeoutSeconds END,
     LastUpdatedUtc = SYSUTCDATETIME()
-WHERE Name = @name;
+WHERE Name = @q;
 IF @@ROWCOUNT = 0
     INSERT INTO {{s}}.Queues (Name, IsPaused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds)
-    VALUES (@name, CASE WHEN @setPaused = 1 THEN @paused ELSE 0 END,
+    VALUES (@q, CASE WHEN @setPaused = 1 THEN @paused ELSE 0 END,
             CASE WHEN @setMax = 1 THEN NULLIF(@max, 0) END,
             CASE WHEN @setZombie = 1 THEN NULLIF(@zombie, 0) END,
             CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) END);
 COMMIT TRANSACTION;
 SELECT Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0)
-FROM {{s}}.Queues WHERE Name = @name;`
+FROM {{s}}.Queues WHERE Name = @q;`
 
-// Per-queue counts for operators. It reads every table once; it is an
-// operator query, not something the hot path runs.
-const qQueueStats = `SET NOCOUNT ON;
+// distinctQueues adds to @names the distinct queues of a table, one seek
+// per queue on an index that starts with Queue, instead of a scan of the
+// table: how much a poll reads grows with the queues, not with the rows.
+func distinctQueues(table string) string {
+	return `SET @q = N'';
+WHILE (SELECT COUNT(*) FROM @names) < @maxQueues
+BEGIN
+    SET @next = NULL;
+    SELECT TOP (1) @next = Queue FROM {{s}}.` + table + ` WHERE Queue > @q ORDER BY Queue;
+    IF @next IS NULL BREAK;
+    IF NOT EXISTS (SELECT 1 FROM @names WHERE Queue = @next) INSERT INTO @names (Queue) VALUES (@next);
+    SET @q = @next;
+END`
+}
+
+// capped counts at most @cap rows of a seek, as QueueDepths does: a deep
+// backlog or a large archive costs no more to count than @cap rows.
+func capped(table, where string) string {
+	return `(SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.` + table + ` WHERE Queue = n.Queue` + where + `) AS t)`
+}
+
+// Per-queue counts for operators, in one statement for every queue with a
+// control row or a job. Each count reads at most @cap rows through an
+// index that starts with Queue (so a count of @cap means "at least @cap"),
+// and the queue names come from one seek per queue: a poll of the
+// dashboard reads a bounded number of rows however large the backlog or
+// the archive grows. OldestDue is the oldest due job among the next @cap in
+// claim order, which is the oldest due job unless more than @cap are due
+// across priorities.
+var qQueueStats = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-WITH hot AS (
-    SELECT Queue,
-        COUNT_BIG(CASE WHEN Status = 0 AND ScheduledAtUtc <= @now THEN 1 END) AS Pending,
-        COUNT_BIG(CASE WHEN Status = 0 AND ScheduledAtUtc > @now THEN 1 END) AS Scheduled,
-        COUNT_BIG(CASE WHEN Status = 1 THEN 1 END) AS Fetched,
-        COUNT_BIG(CASE WHEN Status = 2 THEN 1 END) AS Processing,
-        MIN(CASE WHEN Status = 0 AND ScheduledAtUtc <= @now THEN ScheduledAtUtc END) AS OldestDue
-    FROM {{s}}.JobsHot GROUP BY Queue),
-arc AS (SELECT Queue, COUNT_BIG(*) AS N FROM {{s}}.JobsArchive GROUP BY Queue),
-dlq AS (SELECT Queue, COUNT_BIG(*) AS N FROM {{s}}.JobsDLQ GROUP BY Queue),
-names AS (
-    SELECT Name AS Queue FROM {{s}}.Queues
-    UNION SELECT Queue FROM hot UNION SELECT Queue FROM arc UNION SELECT Queue FROM dlq)
-SELECT n.Queue, ISNULL(q.IsPaused, 0), ISNULL(q.MaxWorkers, 0),
-    ISNULL(h.Pending, 0), ISNULL(h.Scheduled, 0), ISNULL(h.Fetched, 0), ISNULL(h.Processing, 0),
-    ISNULL(a.N, 0), ISNULL(d.N, 0), h.OldestDue, @now
-FROM names AS n
-LEFT JOIN {{s}}.Queues AS q ON q.Name = n.Queue
-LEFT JOIN hot AS h ON h.Queue = n.Queue
-LEFT JOIN arc AS a ON a.Queue = n.Queue
-LEFT JOIN dlq AS d ON d.Queue = n.Queue
+DECLARE @names TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY);
+DECLARE @q NVARCHAR(100), @next NVARCHAR(100);
+INSERT INTO @names (Queue) SELECT TOP (@maxQueues) Name FROM {{s}}.Queues ORDER BY Name;
+` + distinctQueues("JobsHot") + `
+` + distinctQueues("JobsArchive") + `
+` + distinctQueues("JobsDLQ") + `
+SELECT n.Queue, ISNULL(qr.IsPaused, 0), ISNULL(qr.MaxWorkers, 0),
+    ` + capped("JobsHot", " AND Status = 0 AND ScheduledAtUtc <= @now") + `,
+    ` + capped("JobsHot", " AND Status = 0 AND ScheduledAtUtc > @now") + `,
+    ` + capped("JobsHot", " AND Status = 1") + `,
+    ` + capped("JobsHot", " AND Status = 2") + `,
+    ` + capped("JobsArchive", "") + `,
+    ` + capped("JobsDLQ", "") + `,
+    (SELECT MIN(o.ScheduledAtUtc) FROM (SELECT TOP (@cap) ScheduledAtUtc FROM {{s}}.JobsHot
+        WHERE Queue = n.Queue AND Status = 0 AND ScheduledAtUtc <= @now ORDER BY Priority DESC, ScheduledAtUtc, Id) AS o),
+    @now
+FROM @names AS n
+LEFT JOIN {{s}}.Queues AS qr ON qr.Name = n.Queue
 ORDER BY n.Queue;`
 
 // Per-queue depth for metrics sampling: every count reads at most @cap rows
 // of IX_JobsHot_Claim, so a deep backlog costs no more than a shallow one.
-// Queue names cannot contain commas (jobs.ValidateQueueName), so a
-// comma-joined list split by STRING_SPLIT is safe.
-const qQueueDepths = `SELECT q.value,
-    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = q.value AND Status = 0) AS t),
-    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = q.value AND Status = 1) AS t),
-    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = q.value AND Status = 2) AS t)
-FROM (SELECT DISTINCT CAST(value AS NVARCHAR(100)) AS value FROM STRING_SPLIT(@queues, ',') WHERE value <> N'') AS q
-ORDER BY q.value;`
+// The queues come as a table-valued parameter: no string splitting, which
+// would need database compatibility level 130.
+const qQueueDepths = `SET NOCOUNT ON;
+SELECT n.Name,
+    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = n.Name AND Status = 0) AS t),
+    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = n.Name AND Status = 1) AS t),
+    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = n.Name AND Status = 2) AS t)
+FROM @queues AS n
+ORDER BY n.Name;`
+
+// The database's compatibility level, which CheckSchema checks.
+const qCompatibilityLevel = `SELECT compatibility_level FROM sys.databases WHERE database_id = DB_ID();`
 
 const qNow = `SELECT SYSUTCDATETIME();`
 
@@ -501,10 +688,10 @@ UPDATE {{s}}.JobsDLQ SET
 // without waiting, checked before each use, released on resign.
 const (
 	qTryAppLock = `DECLARE @rc INT;
-EXEC @rc = sp_getapplock @Resource = @resource, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = 0;
+EXEC @rc = sys.sp_getapplock @Resource = @resource, @LockMode = 'Exclusive', @LockOwner = 'Session', @LockTimeout = 0;
 SELECT @rc;`
 	qAppLockMode    = `SELECT APPLOCK_MODE('public', @resource, 'Session');`
-	qReleaseAppLock = `EXEC sp_releaseapplock @Resource = @resource, @LockOwner = 'Session';`
+	qReleaseAppLock = `EXEC sys.sp_releaseapplock @Resource = @resource, @LockOwner = 'Session';`
 )
 
 // qResetForTest empties every table between contract cases.
@@ -512,14 +699,15 @@ const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive;
 
 // queries is every statement rendered for one schema.
 type queries struct {
-	enqueueKeyed, enqueueBatch                           string
-	claim, start, heartbeat, complete, retry, deadLetter string
+	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch string
+	claim, adoptClaim                                    string
+	start, heartbeat, complete, retry, deadLetter        string
 	release                                              string
 	rescueFetched, rescueZombies, rescueExpired          string
 	resurrect                                            string
 	purge, list, count                                   map[jobs.Table]string
 	getJob, queues, updateQueue, queueStats, now         string
-	queueDepths                                          string
+	queueDepths, compatibilityLevel                      string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
 }
@@ -536,13 +724,18 @@ var agoColumn = strings.NewReplacer(
 
 var (
 	batchInsert = strings.NewReplacer("{{idExpr}}", "@first + i.Ord", "{{keyExpr}}", "NULL").Replace(insertFromItems)
-	keyedInsert = strings.NewReplacer("{{idExpr}}", "@id", "{{keyExpr}}", "@key").Replace(insertFromItems)
+	keyedInsert = strings.NewReplacer("{{idExpr}}", "@id", "{{keyExpr}}", "@k").Replace(insertFromItems)
 )
 
-// render builds every statement for the bracket-quoted schema name.
-func render(quotedSchema string) *queries {
+// render builds every statement for a schema name that schema.ValidateName
+// accepts: bracket-quoted where it names the schema, bare inside the names
+// of application locks.
+func render(name string) *queries {
 	r := strings.NewReplacer(
-		"{{s}}", quotedSchema,
+		"{{s}}", schema.Quote(name),
+		"{{name}}", name,
+		"{{unifiedColumnsDecl}}", unifiedDecl(),
+		"{{claimedCols}}", unifiedSelect("c"),
 		"{{hotInserted}}", cols(unifiedHot, "inserted"),
 		"{{defaultDeadline}}", delayFrom("default", "@now"),
 		"{{retryAt}}", delayFrom("delay", "@now"),
@@ -552,33 +745,37 @@ func render(quotedSchema string) *queries {
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 	)
 	q := &queries{
-		enqueueKeyed:   r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
-		enqueueBatch:   r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
-		claim:          r.Replace(qClaim),
-		start:          r.Replace(qStart),
-		heartbeat:      r.Replace(qHeartbeat),
-		complete:       r.Replace(qComplete),
-		retry:          r.Replace(qRetry),
-		deadLetter:     r.Replace(qDeadLetter),
-		release:        r.Replace(qRelease),
-		rescueFetched:  r.Replace(qRescueFetched),
-		rescueZombies:  r.Replace(qRescueZombies),
-		rescueExpired:  r.Replace(qRescueExpired),
-		resurrect:      r.Replace(qResurrect()),
-		getJob:         r.Replace(qGetJob),
-		queues:         r.Replace(qQueues),
-		updateQueue:    r.Replace(qUpdateQueue),
-		queueStats:     r.Replace(qQueueStats),
-		now:            qNow,
-		queueDepths:    r.Replace(qQueueDepths),
-		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
-		resetForTest:   r.Replace(qResetForTest),
-		tryAppLock:     qTryAppLock,
-		appLockMode:    qAppLockMode,
-		releaseAppLock: qReleaseAppLock,
-		purge:          map[jobs.Table]string{},
-		list:           map[jobs.Table]string{},
-		count:          map[jobs.Table]string{},
+		enqueueKeyed:       r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueKeyedTx:     r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
+		jobByKey:           r.Replace(qJobByKey),
+		adoptClaim:         r.Replace(qAdoptClaim),
+		compatibilityLevel: qCompatibilityLevel,
+		enqueueBatch:       r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
+		claim:              r.Replace(qClaim),
+		start:              r.Replace(qStart),
+		heartbeat:          r.Replace(qHeartbeat),
+		complete:           r.Replace(qComplete),
+		retry:              r.Replace(qRetry),
+		deadLetter:         r.Replace(qDeadLetter),
+		release:            r.Replace(qRelease),
+		rescueFetched:      r.Replace(qRescueFetched),
+		rescueZombies:      r.Replace(qRescueZombies),
+		rescueExpired:      r.Replace(qRescueExpired),
+		resurrect:          r.Replace(qResurrect()),
+		getJob:             r.Replace(qGetJob),
+		queues:             r.Replace(qQueues),
+		updateQueue:        r.Replace(qUpdateQueue),
+		queueStats:         r.Replace(qQueueStats),
+		now:                qNow,
+		queueDepths:        r.Replace(qQueueDepths),
+		ageForTest:         r.Replace(agoColumn.Replace(qAgeForTest)),
+		resetForTest:       r.Replace(qResetForTest),
+		tryAppLock:         qTryAppLock,
+		appLockMode:        qAppLockMode,
+		releaseAppLock:     qReleaseAppLock,
+		purge:              map[jobs.Table]string{},
+		list:               map[jobs.Table]string{},
+		count:              map[jobs.Table]string{},
 	}
 	for t, ts := range tables {
 		q.list[t] = r.Replace(ts.qList())

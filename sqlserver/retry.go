@@ -54,6 +54,7 @@ var notAppliedNumbers = map[int32]bool{
 	49918: true, // not enough resources to process the request (Azure)
 	49919: true, // too many create or update operations (Azure)
 	49920: true, // too many operations in progress (Azure)
+	51001: true, // chokaq: an application lock (a key's, a queue's) was not granted in time
 }
 
 // SQL Server error numbers after which the outcome is unknown.
@@ -67,9 +68,19 @@ var ambiguousNumbers = map[int32]bool{
 	64:    true, // the specified network name is no longer available
 }
 
+// rolledBack marks an error after which the server rolled the statement's
+// whole transaction back, so it may run again, whatever its number.
+type rolledBack struct{ err error }
+
+func (e *rolledBack) Error() string { return e.err.Error() }
+func (e *rolledBack) Unwrap() error { return e.err }
+
 func classify(err error) errorClass {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return permanent
+	}
+	if _, ok := errors.AsType[*rolledBack](err); ok {
+		return notApplied
 	}
 	var me mssql.Error
 	if errors.As(err, &me) {

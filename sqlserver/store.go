@@ -3,8 +3,10 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +32,13 @@ type Store struct {
 	// Batch sizes of bulk statements.
 	bulkBatch   int
 	insertBatch int
+	// lockTimeout bounds the wait for an application lock (a key's, a
+	// queue's): sp_getapplock's @LockTimeout.
+	lockTimeout time.Duration
+	// statsCap caps QueueStats' counts.
+	statsCap int
+	// newClaimID makes the id a claim stamps its rows with.
+	newClaimID func() int64
 }
 
 var _ jobs.Store = (*Store)(nil)
@@ -55,6 +64,14 @@ func WithLogger(l *zap.Logger) Option {
 // WithRetryPolicy replaces DefaultRetryPolicy.
 func WithRetryPolicy(p RetryPolicy) Option { return func(s *Store) { s.retry = p } }
 
+// WithStatsCap caps each count QueueStats reports (jobs.DefaultStatsCap).
+func WithStatsCap(n int) Option { return func(s *Store) { s.statsCap = n } }
+
+// DefaultLockTimeout bounds the wait for an idempotency key's or a queue's
+// application lock. A lock not granted in time fails the call with a
+// transient error, which the store's retry policy retries.
+const DefaultLockTimeout = 10 * time.Second
+
 // New returns a store over db. It does no I/O; call CheckSchema at start-up.
 func New(db *sql.DB, opts ...Option) (*Store, error) {
 	s := &Store{
@@ -65,6 +82,9 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 		sleep:       sleepCtx,
 		bulkBatch:   1000,
 		insertBatch: 500,
+		lockTimeout: DefaultLockTimeout,
+		statsCap:    jobs.DefaultStatsCap,
+		newClaimID:  randomClaimID,
 	}
 	for _, o := range opts {
 		o(s)
@@ -84,7 +104,10 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 	if s.retry.MaxDelay < s.retry.BaseDelay {
 		s.retry.MaxDelay = s.retry.BaseDelay
 	}
-	s.q = render(schema.Quote(s.schema))
+	if s.statsCap < 1 || s.statsCap > jobs.MaxDepthCap {
+		return nil, fmt.Errorf("sqlserver: stats cap %d: must be between 1 and %d", s.statsCap, jobs.MaxDepthCap)
+	}
+	s.q = render(s.schema)
 	return s, nil
 }
 
@@ -118,9 +141,34 @@ func (s *Store) Schema() string { return s.schema }
 // Close closes the connection pool.
 func (s *Store) Close() error { return s.db.Close() }
 
+// MinCompatibilityLevel is the lowest database compatibility level the
+// store's statements are written and reviewed for (SQL Server 2016's, 130).
+const MinCompatibilityLevel = 130
+
+// ErrCompatibilityLevel is wrapped by CheckSchema's error for a database
+// whose compatibility level is below MinCompatibilityLevel.
+var ErrCompatibilityLevel = errors.New("sqlserver: database compatibility level too low")
+
 // CheckSchema returns nil when the schema is migrated to exactly the version
-// this binary expects (see package schema for the sentinel errors).
-func (s *Store) CheckSchema(ctx context.Context) error { return schema.Check(ctx, s.db, s.schema) }
+// this binary expects (see package schema for the sentinel errors) and the
+// database's compatibility level is at least MinCompatibilityLevel. A
+// database upgraded from an older SQL Server keeps its old level, which
+// the server does not raise by itself.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	var level int64
+	err := s.do(ctx, "compatibility level", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.compatibilityLevel).Scan(&level)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlserver: read the database's compatibility level: %w", err)
+	}
+	if level < MinCompatibilityLevel {
+		return fmt.Errorf("%w: the database is at level %d, the store needs at least %d; raise it with "+
+			"ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150 (SQL Server 2019; 160 for 2022), after testing your own queries at that level",
+			ErrCompatibilityLevel, level, MinCompatibilityLevel)
+	}
+	return schema.Check(ctx, s.db, s.schema)
+}
 
 // querier is what a statement needs: the pool or a caller's transaction.
 type querier interface {
@@ -131,16 +179,19 @@ type querier interface {
 
 func named(name string, v any) sql.NamedArg { return sql.Named(name, v) }
 
-func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+// text sends a string as NVARCHAR(MAX): go-mssqldb declares a plain string
+// as nvarchar(its length), which would give a statement one cached plan per
+// length. The statements copy it into a local of the column's type, and
+// read the empty string as "none" (no queue, type, key or text is empty).
+func text(s string) mssql.NVarCharMax { return mssql.NVarCharMax(s) }
 
-// maxText sends a possibly long text as NVARCHAR(MAX), so its declared
-// type does not change with its length; empty is NULL.
-func maxText(s string) any {
-	if s == "" {
-		return nil
-	}
-	return mssql.NVarCharMax(s)
-}
+// hexText sends bytes as hex in NVARCHAR(MAX), which the statement turns
+// back with CONVERT(VARBINARY(MAX), @x, 2): go-mssqldb declares []byte as
+// varbinary(its length), and nil as varbinary(max).
+func hexText(b []byte) mssql.NVarCharMax { return mssql.NVarCharMax(hex.EncodeToString(b)) }
+
+// lockTimeoutMs is sp_getapplock's @LockTimeout.
+func (s *Store) lockTimeoutMs() int64 { return s.lockTimeout.Milliseconds() }
 
 // Enqueue implements jobs.Store.
 func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
@@ -152,7 +203,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.Enqueue
 	var r jobs.EnqueueResult
 	err = s.do(ctx, "enqueue", idem, func(ctx context.Context) error {
 		var err error
-		r, err = s.enqueueOne(ctx, s.db, p)
+		r, err = s.enqueueOne(ctx, s.db, p, false)
 		return err
 	})
 	if err != nil {
@@ -169,23 +220,55 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	r, err := s.enqueueOne(ctx, tx, p)
+	r, err := s.enqueueOne(ctx, tx, p, true)
 	if err != nil {
 		return jobs.EnqueueResult{}, fmt.Errorf("sqlserver: enqueue %s/%s in caller's transaction: %w", p.Queue, p.Type, err)
 	}
 	return r, nil
 }
 
-// enqueueOne inserts one job; a keyed job goes through the key check.
-func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+// enqueueOne inserts one job; a keyed job goes through the key check. inTx
+// says q is a transaction the caller opened (EnqueueTx, EnqueueMany): the
+// statement then takes no transaction of its own, and its key lock lasts
+// until that one ends.
+func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams, inTx bool) (jobs.EnqueueResult, error) {
 	items := s.insertTVP([]insertRow{toInsertRow(0, p)})
 	var r jobs.EnqueueResult
 	if p.IdempotencyKey == "" {
 		err := q.QueryRowContext(ctx, s.q.enqueueBatch, named("n", int64(1)), named("items", items)).Scan(&r.ID)
 		return r, err
 	}
-	err := q.QueryRowContext(ctx, s.q.enqueueKeyed, named("items", items), named("key", p.IdempotencyKey)).Scan(&r.ID, &r.Duplicate)
-	return r, err
+	stmt := s.q.enqueueKeyed
+	if inTx {
+		stmt = s.q.enqueueKeyedTx
+	}
+	key := named("key", text(p.IdempotencyKey))
+	for range 3 {
+		err := q.QueryRowContext(ctx, stmt, named("items", items), key, named("lockTimeoutMs", s.lockTimeoutMs())).Scan(&r.ID, &r.Duplicate)
+		if !isDuplicateKey(err) || inTx {
+			// Inside a caller's transaction the statement already read the
+			// job that won the key; an error left here is the caller's.
+			return r, err
+		}
+		// The key was taken by a path that takes no key lock (resurrect)
+		// between the check and the insert, and the insert rolled back:
+		// that job is the answer. If it is already gone, try again.
+		err = q.QueryRowContext(ctx, s.q.jobByKey, key).Scan(&r.ID)
+		if err == nil {
+			r.Duplicate = true
+			return r, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return r, err
+		}
+	}
+	return r, fmt.Errorf("idempotency key %q: taken and released three times in a row while enqueueing", p.IdempotencyKey)
+}
+
+// isDuplicateKey reports a unique index (2601) or constraint (2627) refusal.
+func isDuplicateKey(err error) bool {
+	var me mssql.Error
+	return errors.As(err, &me) && (me.Number == 2601 || me.Number == 2627)
 }
 
 func (s *Store) insertTVP(rows []insertRow) mssql.TVP {
@@ -254,7 +337,7 @@ func (s *Store) enqueueMany(ctx context.Context, tx *sql.Tx, ps []jobs.EnqueuePa
 	}
 	slices.SortFunc(keyed, func(a, b int) int { return strings.Compare(ps[a].IdempotencyKey, ps[b].IdempotencyKey) })
 	for _, i := range keyed {
-		r, err := s.enqueueOne(ctx, tx, ps[i])
+		r, err := s.enqueueOne(ctx, tx, ps[i], true)
 		if err != nil {
 			return nil, err
 		}
@@ -324,9 +407,21 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 		}
 		seen[queue] = true
 		var got []*jobs.Job
+		claimID := s.newClaimID()
+		attempt := 0
 		err := s.do(ctx, "claim", idempotent, func(ctx context.Context) error {
 			var err error
-			got, err = s.claimQueue(ctx, s.db, p.WorkerID, queue, p.Limit-len(out))
+			if attempt++; attempt > 1 {
+				// The reply to an earlier attempt may have been lost after
+				// it committed: its rows carry claimID and are Fetched by
+				// this worker. Adopt them rather than strand them until
+				// rescue phase 1 (and, on a capped queue, hold MaxWorkers
+				// slots that long).
+				if got, err = s.adoptClaim(ctx, p.WorkerID, claimID); err != nil || len(got) > 0 {
+					return err
+				}
+			}
+			got, err = s.claimQueue(ctx, s.db, p.WorkerID, queue, p.Limit-len(out), claimID)
 			return err
 		})
 		if err != nil {
@@ -340,13 +435,28 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 	return out, nil
 }
 
-func (s *Store) claimQueue(ctx context.Context, q querier, worker, queue string, limit int) ([]*jobs.Job, error) {
-	rows, err := q.QueryContext(ctx, s.q.claim, named("queue", queue), named("worker", worker), named("limit", int64(limit)))
+func (s *Store) claimQueue(ctx context.Context, q querier, worker, queue string, limit int, claimID int64) ([]*jobs.Job, error) {
+	rows, err := q.QueryContext(ctx, s.q.claim, named("queue", text(queue)), named("worker", text(worker)),
+		named("limit", int64(limit)), named("claimId", claimID), named("lockTimeoutMs", s.lockTimeoutMs()))
 	if err != nil {
 		return nil, err
 	}
 	return scanJobs(rows)
 }
+
+// adoptClaim returns the rows a claim stamped with claimID took for worker.
+func (s *Store) adoptClaim(ctx context.Context, worker string, claimID int64) ([]*jobs.Job, error) {
+	rows, err := s.db.QueryContext(ctx, s.q.adoptClaim, named("worker", text(worker)), named("claimId", claimID))
+	if err != nil {
+		return nil, err
+	}
+	return scanJobs(rows)
+}
+
+// randomClaimID is a claim's id: random, so two processes never share one;
+// a worker's own claims would not collide either, and WorkerId is checked
+// next to it.
+func randomClaimID() int64 { return int64(rand.Uint64() >> 1) }
 
 // Start implements jobs.Store.
 func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
@@ -459,7 +569,7 @@ func (s *Store) Retry(ctx context.Context, ref jobs.LeaseRef, p jobs.RetryParams
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.guarded(ctx, "retry", s.q.retry, ref, named("delayMs", p.Delay.Milliseconds()), named("error", maxText(p.Error)))
+	return s.guarded(ctx, "retry", s.q.retry, ref, named("delayMs", p.Delay.Milliseconds()), named("error", text(p.Error)))
 }
 
 // DeadLetter implements jobs.Store.
@@ -467,7 +577,7 @@ func (s *Store) DeadLetter(ctx context.Context, ref jobs.LeaseRef, p jobs.DeadLe
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.guarded(ctx, "dead-letter", s.q.deadLetter, ref, named("reason", int64(p.Reason)), named("details", maxText(p.Details)))
+	return s.guarded(ctx, "dead-letter", s.q.deadLetter, ref, named("reason", int64(p.Reason)), named("details", text(p.Details)))
 }
 
 // Release implements jobs.Store.
@@ -533,7 +643,8 @@ func (s *Store) rescue(ctx context.Context, op, stmt string, p jobs.RescueParams
 	return out, nil
 }
 
-// filterArgs binds a jobs.Filter to the parameters of filterWhere.
+// filterArgs binds a jobs.Filter to the parameters of filterWhere, each with
+// the same declaration whether it filters or not (see text and hexText).
 func (s *Store) filterArgs(f jobs.Filter, asOf *time.Time) []any {
 	idRows := make([]idRow, 0, len(f.IDs))
 	seen := make(map[int64]bool, len(f.IDs))
@@ -553,41 +664,35 @@ func (s *Store) filterArgs(f jobs.Filter, asOf *time.Time) []any {
 	if f.OlderThan > 0 {
 		olderThan = sql.NullInt64{Int64: f.OlderThan.Milliseconds(), Valid: true}
 	}
-	var textBytes []byte
-	if f.Text != "" {
-		textBytes = []byte(f.Text)
-	}
-	hasIDs := int64(0)
-	if len(f.IDs) > 0 {
-		hasIDs = 1
+	var at time.Time
+	if asOf != nil {
+		at = *asOf
 	}
 	return []any{
-		named("hasIds", hasIDs), named("ids", mssql.TVP{TypeName: s.schema + ".IdList", Value: idRows}),
-		named("queue", nullString(f.Queue)), named("type", nullString(f.Type)),
+		named("hasIds", flag(len(f.IDs) > 0)), named("ids", mssql.TVP{TypeName: s.schema + ".IdList", Value: idRows}),
+		named("queue", text(f.Queue)), named("type", text(f.Type)),
 		named("status", status), named("reason", reason),
-		named("from", nullTime(f.From)), named("to", nullTime(f.To)),
-		named("olderThanMs", olderThan), named("asOf", nullTimePtr(asOf)),
-		named("text", nullString(f.Text)), named("textBytes", textBytes),
+		named("hasFrom", flag(!f.From.IsZero())), named("from", instant(f.From)),
+		named("hasTo", flag(!f.To.IsZero())), named("to", instant(f.To)),
+		named("olderThanMs", olderThan),
+		named("hasAsOf", flag(!at.IsZero())), named("asOf", instant(at)),
+		named("text", text(f.Text)), named("textHex", hexText([]byte(f.Text))),
 	}
 }
 
 // idRow is one row of the IdList table type.
 type idRow struct{ ID int64 }
 
-// nullTime passes an instant as DATETIME2 (civil.DateTime), so it compares
-// with DATETIME2 columns without converting the column.
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return civil.DateTimeOf(t.UTC())
-}
+// instant passes a time as DATETIME2 (civil.DateTime), so it compares with
+// DATETIME2 columns without converting the column; the zero time, which
+// the statements ignore by its "has" bit, goes as the same type.
+func instant(t time.Time) civil.DateTime { return civil.DateTimeOf(t.UTC()) }
 
-func nullTimePtr(t *time.Time) any {
-	if t == nil {
-		return nil
+func flag(b bool) int64 {
+	if b {
+		return 1
 	}
-	return nullTime(*t)
+	return 0
 }
 
 // ListJobs implements jobs.Store.
@@ -642,11 +747,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	if p.Payload != nil && len(p.Payload) > s.limits.MaxPayload() {
 		return 0, &jobs.ValidationError{Field: "payload", Value: p.Payload, Rule: fmt.Sprintf("must be at most %d bytes", s.limits.MaxPayload())}
 	}
-	replace := int64(0)
-	if p.Payload != nil {
-		replace = 1
-	}
-	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", replace), named("payload", p.Payload))
+	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
 }
 
 // Purge implements jobs.Store, in bounded batches.
@@ -673,7 +774,14 @@ func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, extra 
 	for {
 		var n int64
 		err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
-			return s.db.QueryRowContext(ctx, stmt, args...).Scan(&n)
+			err := s.db.QueryRowContext(ctx, stmt, args...).Scan(&n)
+			if isDuplicateKey(err) {
+				// Resurrect lost a key to a concurrent enqueue between its
+				// check and its insert; XACT_ABORT rolled the batch back
+				// whole, and the next run drops that key.
+				return &rolledBack{err}
+			}
+			return err
 		})
 		if err != nil {
 			return total, fmt.Errorf("sqlserver: %s stopped after %d jobs: %w", op, total, err)
@@ -734,12 +842,6 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	if err := u.Validate(); err != nil {
 		return jobs.QueueSettings{}, err
 	}
-	flag := func(set bool) int64 {
-		if set {
-			return 1
-		}
-		return 0
-	}
 	val := func(p *int) int64 {
 		if p == nil {
 			return 0
@@ -748,7 +850,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	}
 	paused := u.Paused != nil && *u.Paused
 	args := []any{
-		named("name", name),
+		named("name", text(name)), named("lockTimeoutMs", s.lockTimeoutMs()),
 		named("setPaused", flag(u.Paused != nil)), named("paused", paused),
 		named("setMax", flag(u.MaxWorkers != nil)), named("max", val(u.MaxWorkers)),
 		named("setZombie", flag(u.ZombieTimeoutSeconds != nil)), named("zombie", val(u.ZombieTimeoutSeconds)),
@@ -777,7 +879,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 	var out []jobs.QueueStats
 	err := s.do(ctx, "queue stats", idempotent, func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := s.db.QueryContext(ctx, s.q.queueStats)
+		rows, err := s.db.QueryContext(ctx, s.q.queueStats, named("cap", int64(s.statsCap)), named("maxQueues", int64(jobs.MaxStatsQueues)))
 		if err != nil {
 			return err
 		}
@@ -814,7 +916,7 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 	var out []jobs.QueueDepth
 	err := s.do(ctx, "queue depths", idempotent, func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := s.db.QueryContext(ctx, s.q.queueDepths, named("queues", strings.Join(queues, ",")), named("cap", int64(limit)))
+		rows, err := s.db.QueryContext(ctx, s.q.queueDepths, named("queues", s.queueTVP(queues)), named("cap", int64(limit)))
 		if err != nil {
 			return err
 		}
@@ -832,6 +934,18 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 		return nil, fmt.Errorf("sqlserver: queue depths: %w", err)
 	}
 	return out, nil
+}
+
+// queueRow is one row of the QueueList table type.
+type queueRow struct{ Name string }
+
+// queueTVP dedupes names (the table type has a primary key).
+func (s *Store) queueTVP(queues []string) mssql.TVP {
+	rows := make([]queueRow, 0, len(queues))
+	for _, q := range slices.Compact(slices.Sorted(slices.Values(queues))) {
+		rows = append(rows, queueRow{Name: q})
+	}
+	return mssql.TVP{TypeName: s.schema + ".QueueList", Value: rows}
 }
 
 // Now implements jobs.Store: the server's SYSUTCDATETIME().

@@ -94,7 +94,7 @@ func TestClaimLockFootprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	got, err := s.claimQueue(ctx, tx, "lock-test", jobs.DefaultQueue, 20)
+	got, err := s.claimQueue(ctx, tx, "lock-test", jobs.DefaultQueue, 20, 1)
 	if err != nil || len(got) != 20 {
 		t.Fatalf("claim: %d jobs, %v", len(got), err)
 	}
@@ -299,9 +299,10 @@ func TestIdempotentEnqueueDoesNotDeadlock(t *testing.T) {
 
 // renderedStatements names every statement that takes the schema.
 func renderedStatements() map[string]string {
-	q := render("[my_schema]")
+	q := render("my_schema")
 	all := map[string]string{
-		"enqueueKeyed": q.enqueueKeyed, "enqueueBatch": q.enqueueBatch, "claim": q.claim,
+		"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx, "jobByKey": q.jobByKey, "enqueueBatch": q.enqueueBatch,
+		"claim": q.claim, "adoptClaim": q.adoptClaim,
 		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "retry": q.retry, "deadLetter": q.deadLetter,
 		"release": q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
@@ -316,7 +317,7 @@ func renderedStatements() map[string]string {
 }
 
 func TestRenderedStatements(t *testing.T) {
-	q := render("[my_schema]")
+	q := render("my_schema")
 	all := renderedStatements()
 	for name, stmt := range all {
 		if strings.Contains(stmt, "{{") || strings.Contains(stmt, "$.") {
@@ -329,13 +330,29 @@ func TestRenderedStatements(t *testing.T) {
 			t.Errorf("%s: use SYSUTCDATETIME()", name)
 		}
 	}
-	// Every statement that picks a batch skips locked rows and locks only rows.
-	for _, name := range []string{"claim", "rescueFetched", "rescueZombies", "rescueExpired", "resurrect", "purge.dlq", "purge.archive"} {
-		if !strings.Contains(all[name], "WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)") {
-			t.Errorf("%s: batch selection must use UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK", name)
+	// Every statement that picks a batch skips locked rows and locks only
+	// rows, in its candidate and on its outer table, so it never waits on a
+	// row another transaction holds (ADR 0016). Purge and resurrect take no
+	// update locks: nothing updates the rows they read.
+	for name, candidate := range map[string]string{
+		"claim": "UPDLOCK, READPAST, ROWLOCK", "rescueFetched": "UPDLOCK, READPAST, ROWLOCK",
+		"rescueZombies": "UPDLOCK, READPAST, ROWLOCK", "rescueExpired": "UPDLOCK, READPAST, ROWLOCK",
+		"resurrect": "READPAST, ROWLOCK", "purge.dlq": "READPAST, ROWLOCK", "purge.archive": "READPAST, ROWLOCK",
+	} {
+		if !strings.Contains(all[name], "AS c WITH ("+candidate+")") && !strings.Contains(all[name], "AS t WITH ("+candidate+")") {
+			t.Errorf("%s: the candidate must be read WITH (%s)", name, candidate)
+		}
+		if !regexp.MustCompile(`AS [hd] WITH \(READPAST, ROWLOCK\)`).MatchString(all[name]) {
+			t.Errorf("%s: the outer table must be read WITH (READPAST, ROWLOCK)", name)
 		}
 		if !strings.Contains(all[name], "SELECT TOP (@") {
 			t.Errorf("%s: batch selection must be bounded by TOP", name)
+		}
+	}
+	// The Table Hints page: READCOMMITTEDLOCK next to UPDLOCK is ignored.
+	for name, stmt := range all {
+		if strings.Contains(stmt, "UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK") || strings.Contains(stmt, "UPDLOCK, READCOMMITTEDLOCK") {
+			t.Errorf("%s: READCOMMITTEDLOCK next to UPDLOCK", name)
 		}
 	}
 	if strings.Contains(q.claim, "OVER (") {
@@ -391,7 +408,8 @@ func statementParams(stmt string) []string {
 // rescue statement must be one of these, none a time. Durations come as
 // milliseconds and every instant is derived from SYSUTCDATETIME().
 func TestWorkerAndRescueStatementsReadTheServerClock(t *testing.T) {
-	notTimes := []string{"queue", "worker", "limit", "id", "lease", "refs", "error", "reason", "details", "defaultMs", "delayMs", "timeoutMs"}
+	notTimes := []string{"queue", "worker", "limit", "id", "lease", "refs", "error", "reason", "details", "defaultMs", "delayMs", "timeoutMs",
+		"claimId", "lockTimeoutMs", "Resource", "LockMode", "LockOwner", "LockTimeout"} // the last four name sp_getapplock's parameters
 	all := renderedStatements()
 	for _, name := range []string{"claim", "start", "heartbeat", "complete", "retry", "deadLetter", "release", "rescueFetched", "rescueZombies", "rescueExpired"} {
 		stmt := all[name]
@@ -430,7 +448,7 @@ func TestMovesRunInOneTransaction(t *testing.T) {
 	all := renderedStatements()
 	for name, inside := range map[string][]string{
 		"resurrect":    {"DELETE d\nOUTPUT", "INTO @moved", "INSERT INTO [my_schema].JobsHot"},
-		"enqueueKeyed": {"WITH (UPDLOCK, HOLDLOCK", "NEXT VALUE FOR", "INSERT INTO [my_schema].JobsHot"},
+		"enqueueKeyed": {"sp_getapplock", "NEXT VALUE FOR", "INSERT INTO [my_schema].JobsHot"},
 	} {
 		stmt := all[name]
 		begin, commit := strings.Index(stmt, "BEGIN TRANSACTION;"), strings.LastIndex(stmt, "COMMIT TRANSACTION;")

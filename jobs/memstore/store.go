@@ -14,8 +14,9 @@ import (
 
 // Store is an in-memory jobs.Store. The zero value is not usable; call New.
 type Store struct {
-	clock  func() time.Time
-	limits jobs.Limits
+	clock    func() time.Time
+	limits   jobs.Limits
+	statsCap int
 
 	mu      sync.Mutex
 	nextID  int64
@@ -38,15 +39,20 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.clock = 
 // WithLimits sets enqueue limits such as the maximum payload size.
 func WithLimits(l jobs.Limits) Option { return func(s *Store) { s.limits = l } }
 
+// WithStatsCap caps each count QueueStats reports (jobs.DefaultStatsCap), as
+// the SQL Server store caps them.
+func WithStatsCap(n int) Option { return func(s *Store) { s.statsCap = max(n, 1) } }
+
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{
-		clock:   time.Now,
-		hot:     make(map[int64]*jobs.Job),
-		archive: make(map[int64]*jobs.Job),
-		dlq:     make(map[int64]*jobs.Job),
-		idem:    make(map[string]int64),
-		queues:  make(map[string]*queueState),
+		clock:    time.Now,
+		statsCap: jobs.DefaultStatsCap,
+		hot:      make(map[int64]*jobs.Job),
+		archive:  make(map[int64]*jobs.Job),
+		dlq:      make(map[int64]*jobs.Job),
+		idem:     make(map[string]int64),
+		queues:   make(map[string]*queueState),
 	}
 	for _, o := range opts {
 		o(s)
@@ -724,13 +730,19 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 		get(j.Queue).DeadLettered++
 	}
 	out := make([]jobs.QueueStats, 0, len(stats))
+	c := int64(s.statsCap)
 	for _, st := range stats {
 		if !st.OldestDueAt.IsZero() {
 			st.Lag = now.Sub(st.OldestDueAt)
 		}
+		st.Pending, st.Scheduled, st.Fetched, st.Processing = min(st.Pending, c), min(st.Scheduled, c), min(st.Fetched, c), min(st.Processing, c)
+		st.Archived, st.DeadLettered = min(st.Archived, c), min(st.DeadLettered, c)
 		out = append(out, *st)
 	}
 	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
+	if len(out) > jobs.MaxStatsQueues {
+		out = out[:jobs.MaxStatsQueues]
+	}
 	return out, nil
 }
 

@@ -396,6 +396,24 @@ var operatorCases = []testCase{
 	}},
 }
 
+// statsCapCase checks that QueueStats' counts stop at the cap, so a poll of
+// a deep backlog costs a bounded read on every store.
+var statsCapCase = testCase{"QueueStatsCountsStopAtTheCap", func(t *testing.T, h *Harness) {
+	enqueueN(t, h, jobs.DefaultStatsCap+3, jobs.EnqueueParams{Queue: "deep"})
+	enqueueN(t, h, 2, jobs.EnqueueParams{Queue: "shallow"})
+	stats, err := h.Store.QueueStats(ctxOf(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, s := range stats {
+		got[s.Queue] = s.Pending
+	}
+	if got["deep"] != jobs.DefaultStatsCap || got["shallow"] != 2 {
+		t.Fatalf("pending counts %v, want deep capped at %d and shallow 2", got, jobs.DefaultStatsCap)
+	}
+}}
+
 var depthCases = []testCase{
 	{"QueueDepthsCountsByStatusUpToTheCap", func(t *testing.T, h *Harness) {
 		enqueueN(t, h, 7, jobs.EnqueueParams{Queue: "deep"})

@@ -1,0 +1,659 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/storetest"
+	"github.com/chokaq/chokaq-go/schema"
+	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
+)
+
+// The SQL Server side of ADR 0016. Each test runs only with a server; the
+// server-free checks of the same rules are in locks_test.go.
+
+// openOn opens a store on a schema the caller migrated.
+func openOn(t *testing.T, dsn, name string, opts ...Option) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), dsn, append([]Option{WithSchema(name)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.CheckSchema(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// runningJobs enqueues n jobs on queue and starts them all.
+func runningJobs(t *testing.T, s *Store, queue string, n int) []*jobs.Job {
+	t.Helper()
+	ctx := t.Context()
+	for done := 0; done < n; {
+		batch := make([]jobs.EnqueueParams, min(1000, n-done))
+		for i := range batch {
+			batch[i] = jobs.EnqueueParams{Queue: queue, Type: "lock.test"}
+		}
+		if _, err := s.EnqueueMany(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+		done += len(batch)
+	}
+	var out []*jobs.Job
+	for len(out) < n {
+		got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{queue}, Limit: min(1000, n-len(out))})
+		if err != nil || len(got) == 0 {
+			t.Fatalf("claim: %d jobs, %v", len(got), err)
+		}
+		for _, j := range got {
+			if _, err := s.Start(ctx, j.Ref(), jobs.StartParams{DefaultTimeout: time.Hour}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = append(out, got...)
+	}
+	return out
+}
+
+// TestSQLServerHintSets runs first (the file sorts first among the SQL
+// Server tests of the package): every statement must compile and run with
+// its hints as written, with READ_COMMITTED_SNAPSHOT off and on, and
+// READPAST must skip a locked row under both, not wait for it and not take
+// it. The Table Hints page lists ROWLOCK and READCOMMITTEDLOCK in one group
+// of which one may be given, and says READPAST needs READ COMMITTED or
+// REPEATABLE READ; what the server does is what decides (ADR 0016).
+func TestSQLServerHintSets(t *testing.T) {
+	for _, rcsi := range []string{"OFF", "ON"} {
+		t.Run("READ_COMMITTED_SNAPSHOT_"+rcsi, func(t *testing.T) {
+			dsn, name := sqlservertest.NewDatabase(t, "ALTER DATABASE %s SET READ_COMMITTED_SNAPSHOT "+rcsi+" WITH ROLLBACK IMMEDIATE")
+			s := openOn(t, dsn, name)
+			storetest.RunTransitions(t, harnessOn(s))
+
+			// A row locked by another transaction is skipped by the claim,
+			// at once.
+			ctx := t.Context()
+			ids := make([]int64, 3)
+			for i := range ids {
+				r, err := s.Enqueue(ctx, jobs.EnqueueParams{Queue: "readpast", Type: "t"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids[i] = r.ID
+			}
+			tx, err := s.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			lock := fmt.Sprintf("UPDATE %s.JobsHot WITH (ROWLOCK) SET Priority = Priority WHERE Id = @id;", schema.Quote(s.Schema()))
+			if _, err := tx.ExecContext(ctx, lock, named("id", ids[0])); err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			got, err := s.Claim(cctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"readpast"}, Limit: 3})
+			if err != nil {
+				t.Fatalf("claim beside a locked row: %v (did it wait?)", err)
+			}
+			for _, j := range got {
+				if j.ID == ids[0] {
+					t.Fatalf("the claim took job %d, which another transaction holds", ids[0])
+				}
+			}
+			if len(got) != 2 {
+				t.Fatalf("claimed %d jobs, want the 2 unlocked ones", len(got))
+			}
+		})
+	}
+}
+
+// TestSQLServerRescueDoesNotDeadlockWithHeartbeats: 200 Processing jobs
+// heartbeat in a tight loop while the three rescue phases sweep over and
+// over for 10 s. Half the jobs are past their deadline (hung handlers that
+// still beat: what phase 3 is for). With retries off, a deadlock victim
+// (1205) on either side surfaces as an error; there must be none, and the
+// jobs that should move do.
+func TestSQLServerRescueDoesNotDeadlockWithHeartbeats(t *testing.T) {
+	s := openTestStore(t, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
+	ctx := t.Context()
+	running := runningJobs(t, s, "race", 200)
+	expired := map[int64]bool{}
+	for _, j := range running[:100] {
+		expired[j.ID] = true
+		q := fmt.Sprintf("UPDATE %s.JobsHot SET DeadlineUtc = DATEADD(SECOND, -1, SYSUTCDATETIME()) WHERE Id = @id;", schema.Quote(s.Schema()))
+		if _, err := s.db.ExecContext(ctx, q, named("id", j.ID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refs := make([]jobs.LeaseRef, len(running))
+	for i, j := range running {
+		refs[i] = j.Ref()
+	}
+	var deadlocks, other atomic.Int64
+	count := func(err error) {
+		var me mssql.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &me) && me.Number == 1205:
+			deadlocks.Add(1)
+		default:
+			other.Add(1)
+			t.Logf("error: %v", err)
+		}
+	}
+	stop := time.Now().Add(10 * time.Second)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				// Each beater sends a different quarter first, so the
+				// statements meet rows in every order.
+				_, err := s.Heartbeat(ctx, append(refs[w*50:], refs[:w*50]...))
+				count(err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(stop) {
+			for _, phase := range []func() ([]jobs.Rescued, error){
+				func() ([]jobs.Rescued, error) { return s.RescueFetched(ctx, jobs.RescueParams{Timeout: time.Hour}) },
+				func() ([]jobs.Rescued, error) { return s.RescueZombies(ctx, jobs.RescueParams{Timeout: time.Hour}) },
+				func() ([]jobs.Rescued, error) { return s.RescueExpired(ctx, jobs.RescueParams{}) },
+			} {
+				_, err := phase()
+				count(err)
+			}
+		}
+	}()
+	wg.Wait()
+	if deadlocks.Load() != 0 || other.Load() != 0 {
+		t.Fatalf("%d deadlock victims and %d other errors while rescue raced heartbeats", deadlocks.Load(), other.Load())
+	}
+	for _, j := range running {
+		got, err := s.GetJob(ctx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if expired[j.ID] != (got.Table == jobs.TableDLQ && got.FailureReason == jobs.ReasonTimeout) {
+			t.Fatalf("job %d (past its deadline: %v) is in %s with reason %s", j.ID, expired[j.ID], got.Table, got.FailureReason)
+		}
+	}
+}
+
+// TestSQLServerRescueLockFootprintWithManyRunning: with 6,000 jobs
+// running and heartbeating (none due for rescue), one sweep of each phase
+// holds no table or HoBT lock and a few dozen key locks at most: the phases
+// seek their cutoffs and read no live row.
+func TestSQLServerRescueLockFootprintWithManyRunning(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	runningJobs(t, s, "many", 6000)
+	for name, stmt := range map[string]string{"fetched": s.q.rescueFetched, "zombies": s.q.rescueZombies, "expired": s.q.rescueExpired} {
+		t.Run(name, func(t *testing.T) {
+			tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			rows, err := tx.QueryContext(ctx, stmt, named("limit", int64(500)), named("timeoutMs", time.Hour.Milliseconds()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved := 0
+			for rows.Next() {
+				moved++
+			}
+			rows.Close()
+			if moved != 0 {
+				t.Fatalf("moved %d live jobs", moved)
+			}
+			keys := 0
+			for _, l := range heldLocks(t, tx) {
+				switch {
+				case l.typ == "OBJECT" && l.mode != "IX" && l.mode != "IS" && l.mode != "Sch-S":
+					t.Errorf("a %s table lock", l.mode)
+				case l.typ == "HOBT":
+					t.Errorf("a %s HoBT lock", l.mode)
+				case l.typ == "KEY":
+					keys += l.n
+				}
+			}
+			if keys > 40 {
+				t.Fatalf("the sweep holds %d key locks with 6,000 jobs running, want a few dozen at most", keys)
+			}
+		})
+	}
+}
+
+// TestSQLServerKeyedEnqueuesOfDistinctKeysDoNotWait: 50 transactions,
+// each open, enqueue one of 50 monotonic keys at once. A key-range lock
+// would make each wait for the one before it to commit; the key's own
+// application lock does not, so every enqueue returns while every
+// transaction is still open.
+func TestSQLServerKeyedEnqueuesOfDistinctKeysDoNotWait(t *testing.T) {
+	const n = 50
+	s := openTestStore(t, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
+	ctx := t.Context()
+	s.DB().SetMaxOpenConns(n + 5)
+	single := time.Now()
+	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Type: "t", IdempotencyKey: "order-0000"}); err != nil {
+		t.Fatal(err)
+	}
+	one := time.Since(single)
+	txs := make([]*sql.Tx, n)
+	for i := range txs {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		txs[i] = tx
+		defer tx.Rollback()
+	}
+	startLine := make(chan struct{})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	began := time.Now()
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-startLine
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			_, errs[i] = s.EnqueueTx(cctx, txs[i], jobs.EnqueueParams{Type: "t", IdempotencyKey: fmt.Sprintf("order-%04d", 1001+i)})
+		}()
+	}
+	close(startLine)
+	wg.Wait()
+	all := time.Since(began)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("enqueue %d, with the other transactions open: %v (did it wait on another key?)", i, err)
+		}
+	}
+	for _, tx := range txs {
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("one keyed enqueue %v; 50 at once, each in an open transaction, %v", one, all)
+	if n, err := s.CountJobs(ctx, jobs.TableHot, jobs.Filter{}); err != nil || n != 51 {
+		t.Fatalf("%d jobs, %v; want 51", n, err)
+	}
+}
+
+// TestSQLServerSameKeyFromTwentySessionsOneInSnapshot: one key, 19
+// sessions enqueueing it on their own and one inside a SNAPSHOT
+// transaction that began before any of them: one job, no error. The
+// snapshot session's plain read would miss the job committed after its
+// snapshot began, and its insert would then fail on the unique index; the
+// statement reads the latest committed row under the key's lock instead.
+func TestSQLServerSameKeyFromTwentySessionsOneInSnapshot(t *testing.T) {
+	dsn, name := sqlservertest.NewDatabase(t, "ALTER DATABASE %s SET ALLOW_SNAPSHOT_ISOLATION ON")
+	s := openOn(t, dsn, name, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
+	ctx := t.Context()
+	snap, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSnapshot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Rollback()
+	var n int
+	if err := snap.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+schema.Quote(s.Schema())+".JobsHot").Scan(&n); err != nil {
+		t.Fatal(err) // the snapshot begins at its first read
+	}
+	results := make([]jobs.EnqueueResult, 20)
+	errs := make([]error, 20)
+	var wg sync.WaitGroup
+	for i := range 19 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = s.Enqueue(ctx, jobs.EnqueueParams{Type: "t", IdempotencyKey: "the-key"})
+		}()
+	}
+	wg.Wait()
+	results[19], errs[19] = s.EnqueueTx(ctx, snap, jobs.EnqueueParams{Type: "t", IdempotencyKey: "the-key"})
+	if err := snap.Commit(); err != nil && errs[19] == nil {
+		errs[19] = err
+	}
+	fresh := 0
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+		if results[i].ID != results[0].ID {
+			t.Fatalf("session %d got job %d, session 0 job %d", i, results[i].ID, results[0].ID)
+		}
+		if !results[i].Duplicate {
+			fresh++
+		}
+	}
+	if fresh != 1 {
+		t.Fatalf("%d sessions inserted a job, want 1", fresh)
+	}
+}
+
+// TestSQLServerPurgeByAgeLeavesCompletesAlone purges 20,000 archived rows
+// by age in batches of 1,000 while jobs complete into the same archive:
+// no lock is escalated to the table, and no complete waits longer than a
+// purge batch takes.
+func TestSQLServerPurgeByAgeLeavesCompletesAlone(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	fill := fmt.Sprintf(`WITH n AS (SELECT TOP (20000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS i FROM sys.all_columns a CROSS JOIN sys.all_columns b)
+INSERT INTO %[1]s.JobsArchive (Id, Queue, Type, Payload, Priority, MaxAttempts, AttemptCount, CreatedAtUtc, ScheduledAtUtc, RunLease, FinishedAtUtc)
+SELECT NEXT VALUE FOR %[1]s.JobIds, N'old', N't', 0x7B7D, 0, 1, 1, DATEADD(DAY, -30, SYSUTCDATETIME()), DATEADD(DAY, -30, SYSUTCDATETIME()), 1,
+    DATEADD(SECOND, -i, DATEADD(DAY, -30, SYSUTCDATETIME())) FROM n;`, schema.Quote(s.Schema()))
+	if _, err := s.db.ExecContext(ctx, fill); err != nil {
+		t.Fatal(err)
+	}
+	promotions := func() int64 {
+		var n int64
+		q := "SELECT ISNULL(SUM(index_lock_promotion_count), 0) FROM sys.dm_db_index_operational_stats(DB_ID(), OBJECT_ID(@t), NULL, NULL);"
+		if err := s.db.QueryRowContext(ctx, q, named("t", text(s.Schema()+".JobsArchive"))).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := promotions()
+	done := make(chan struct{})
+	var slowest atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			j := runningJobs(t, s, "live", 1)[0]
+			began := time.Now()
+			if err := s.Complete(ctx, j.Ref()); err != nil {
+				t.Error(err)
+				return
+			}
+			if d := int64(time.Since(began)); d > slowest.Load() {
+				slowest.Store(d)
+			}
+		}
+	}()
+	s.bulkBatch = 1000
+	began := time.Now()
+	n, err := s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableArchive, Filter: jobs.Filter{OlderThan: 7 * 24 * time.Hour}})
+	took := time.Since(began)
+	close(done)
+	wg.Wait()
+	if err != nil || n != 20000 {
+		t.Fatalf("purged %d, %v; want 20000", n, err)
+	}
+	if p := promotions() - before; p != 0 {
+		t.Fatalf("%d lock escalations on the archive during the purge", p)
+	}
+	perBatch := took / 20
+	t.Logf("purge of 20,000 in %v (%v a batch); slowest complete meanwhile %v", took, perBatch, time.Duration(slowest.Load()))
+	if time.Duration(slowest.Load()) > perBatch+time.Second {
+		t.Fatalf("a complete waited %v, longer than a purge batch (%v)", time.Duration(slowest.Load()), perBatch)
+	}
+}
+
+// TestSQLServerQueueStatsReadsPerPoll: QueueStats over an archive of
+// 100,000 rows reads a bounded number of pages, however many rows the
+// archive holds: the counts stop at the cap and the queues are found one
+// seek each. The number is logged for the ADR.
+func TestSQLServerQueueStatsReadsPerPoll(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	fill := fmt.Sprintf(`WITH n AS (SELECT TOP (100000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS i FROM sys.all_columns a CROSS JOIN sys.all_columns b)
+INSERT INTO %[1]s.JobsArchive (Id, Queue, Type, Payload, Priority, MaxAttempts, AttemptCount, CreatedAtUtc, ScheduledAtUtc, RunLease, FinishedAtUtc)
+SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1, SYSUTCDATETIME(), SYSUTCDATETIME(), 1, SYSUTCDATETIME() FROM n;`, schema.Quote(s.Schema()))
+	if _, err := s.db.ExecContext(ctx, fill); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reads := func() int64 {
+		var n int64
+		if err := conn.QueryRowContext(ctx, "SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = @@SPID;").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := reads()
+	rows, err := conn.QueryContext(ctx, s.q.queueStats, named("cap", int64(s.statsCap)), named("maxQueues", int64(jobs.MaxStatsQueues)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	queues := 0
+	for rows.Next() {
+		queues++
+	}
+	rows.Close()
+	used := reads() - before
+	t.Logf("QueueStats over a 100,000-row archive of 5 queues: %d logical reads (cap %d)", used, s.statsCap)
+	if queues != 5 {
+		t.Fatalf("%d queues, want 5", queues)
+	}
+	if used > 2000 {
+		t.Fatalf("QueueStats read %d pages: it scans the archive", used)
+	}
+}
+
+// TestSQLServerLeastPrivilegeLogin runs the contract with a login that has
+// only the schema's application role: every table-valued parameter, the
+// sequence and the application locks work with it.
+func TestSQLServerLeastPrivilegeLogin(t *testing.T) {
+	dsn, name := sqlservertest.NewDatabase(t)
+	appDSN := sqlservertest.NewRoleLogin(t, dsn, name+"_app")
+	s := openOn(t, appDSN, name)
+	storetest.RunTransitions(t, harnessOn(s))
+}
+
+// TestSQLServerCapSetWhileClaimersRun: eight claimers take jobs of a queue
+// as fast as they can, holding every job they take, while an operator sets
+// MaxWorkers. Whatever they held when the cap was committed, no claim after
+// it may add to a number at or over the cap: a claim that read "no cap"
+// before the operator's commit and claimed after it is what breaks I6.
+func TestSQLServerCapSetWhileClaimersRun(t *testing.T) {
+	const claimers, limit = 8, 12
+	s := openTestStore(t)
+	ctx := t.Context()
+	ps := make([]jobs.EnqueueParams, 1000)
+	for i := range ps {
+		ps[i] = jobs.EnqueueParams{Queue: "capped", Type: "t"}
+	}
+	if _, err := s.EnqueueMany(ctx, ps); err != nil {
+		t.Fatal(err)
+	}
+	fetched := jobs.StatusFetched
+	held := func() int64 {
+		n, err := s.CountJobs(ctx, jobs.TableHot, jobs.Filter{Queue: "capped", Status: &fetched})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: fmt.Sprintf("w%d", w), Queues: []string{"capped"}, Limit: 1}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(20 * time.Millisecond)
+	max := limit
+	if _, err := s.UpdateQueue(ctx, "capped", jobs.QueueUpdate{MaxWorkers: &max}); err != nil {
+		t.Fatal(err)
+	}
+	atCap := held()
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	after := held()
+	t.Logf("held when the cap of %d was committed: %d; two seconds later: %d", limit, atCap, after)
+	if after > max64(atCap, limit) {
+		t.Fatalf("claims after the cap took the queue from %d to %d jobs, past MaxWorkers %d", atCap, after, limit)
+	}
+}
+
+func max64(a int64, b int) int64 { return max(a, int64(b)) }
+
+// flakyConnector drops the reply of the first claim: the statement runs and
+// commits on the server, then the client sees a reset connection, as after
+// a network cut.
+type flakyConnector struct {
+	driver.Connector
+	claim   string
+	dropped atomic.Bool
+}
+
+func (c *flakyConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.Connector.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &flakyConn{Conn: conn, c: c}, nil
+}
+
+type flakyConn struct {
+	driver.Conn
+	c *flakyConnector
+}
+
+func (f *flakyConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	rows, err := f.Conn.(driver.QueryerContext).QueryContext(ctx, query, args)
+	if err == nil && query == f.c.claim && f.c.dropped.CompareAndSwap(false, true) {
+		dest := make([]driver.Value, len(rows.Columns()))
+		for rows.Next(dest) == nil {
+		}
+		rows.Close()
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")}
+	}
+	return rows, err
+}
+
+func (f *flakyConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if c, ok := f.Conn.(driver.NamedValueChecker); ok {
+		return c.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// TestSQLServerClaimAfterALostReplyAdoptsItsRows: the first claim commits
+// but its reply is lost; the store's retry adopts the rows it took, so the
+// worker gets them and none is left Fetched for rescue phase 1.
+func TestSQLServerClaimAfterALostReplyAdoptsItsRows(t *testing.T) {
+	dsn, name := sqlservertest.NewSchema(t)
+	base, err := mssql.NewConnector(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &flakyConnector{Connector: base}
+	s, err := New(sql.OpenDB(fc), WithSchema(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fc.claim = s.q.claim
+	ctx := t.Context()
+	for range 5 {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Type: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{jobs.DefaultQueue}, Limit: 3})
+	if err != nil || !fc.dropped.Load() {
+		t.Fatalf("claim: %v (reply dropped: %v)", err, fc.dropped.Load())
+	}
+	fetched := jobs.StatusFetched
+	n, err := s.CountJobs(ctx, jobs.TableHot, jobs.Filter{Status: &fetched})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || n != 3 {
+		t.Fatalf("the retried claim returned %d jobs and %d are Fetched; want the 3 the lost attempt took, and no others", len(got), n)
+	}
+}
+
+// TestSQLServerCompatibilityLevel: CheckSchema refuses a database below
+// level 130 and says how to raise it.
+func TestSQLServerCompatibilityLevel(t *testing.T) {
+	dsn, name := sqlservertest.NewDatabase(t, "ALTER DATABASE %s SET COMPATIBILITY_LEVEL = 120")
+	s, err := Open(t.Context(), dsn, WithSchema(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CheckSchema(t.Context()); !errors.Is(err, ErrCompatibilityLevel) || !strings.Contains(err.Error(), "level 120") {
+		t.Fatalf("CheckSchema at level 120: %v", err)
+	}
+	if _, err := s.db.ExecContext(t.Context(), "ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150;"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckSchema(t.Context()); err != nil {
+		t.Fatalf("CheckSchema at level 150: %v", err)
+	}
+}
+
+// TestSQLServerClaimReleasesLocksBeforeTheClientReads: a claim of 20 jobs
+// with half-megabyte payloads on a capped queue whose rows the client does
+// not read yet must not hold the queue: another claim of the queue goes
+// through at once, since the claimed rows are sent after COMMIT.
+func TestSQLServerClaimReleasesLocksBeforeTheClientReads(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	max := 100
+	if _, err := s.UpdateQueue(ctx, "fat", jobs.QueueUpdate{MaxWorkers: &max}); err != nil {
+		t.Fatal(err)
+	}
+	payload := []byte(`"` + strings.Repeat("x", 512<<10) + `"`)
+	for range 40 {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Queue: "fat", Type: "t", Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := s.db.QueryContext(ctx, s.q.claim, named("queue", text("fat")), named("worker", text("slow-reader")),
+		named("limit", int64(20)), named("claimId", int64(1)), named("lockTimeoutMs", s.lockTimeoutMs()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close() // not read: the server is left sending 10 MB
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := s.Claim(cctx, jobs.ClaimParams{WorkerID: "other", Queues: []string{"fat"}, Limit: 1}); err != nil {
+		t.Fatalf("a second claim of the queue waited on the first one's unread rows: %v", err)
+	}
+}

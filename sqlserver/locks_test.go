@@ -1,0 +1,271 @@
+package sqlserver
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// The server-free checks of ADR 0016: each reads the statements as the
+// store sends them (or the migrations as golang-migrate runs them) and
+// pins what the lock order and footprint of a statement depend on. What
+// only a server shows (the locks actually taken, a deadlock that does not
+// happen) is in the SQL Server tests beside them.
+
+// derived returns the derived table (the candidate) of a batch statement.
+func derived(t *testing.T, name, stmt string) string {
+	t.Helper()
+	i := strings.Index(stmt, "INNER JOIN (")
+	if i < 0 {
+		t.Fatalf("%s: no candidate derived table", name)
+	}
+	j := strings.Index(stmt[i:], ") AS x ON")
+	if j < 0 {
+		t.Fatalf("%s: the candidate is not named x", name)
+	}
+	return stmt[i : i+j]
+}
+
+// Phases 2 and 3 seek their cutoff on an index keyed by it, so they read
+// only rows past it; their candidates join no table that locks (the per-
+// queue timeouts come from a table variable).
+func TestRescueCandidatesSeekTheirCutoff(t *testing.T) {
+	q := render("my_schema")
+	zombies := derived(t, "rescueZombies", q.rescueZombies)
+	for _, want := range []string{"c.Status = 2 AND c.HeartbeatUtc < @loosest", "ORDER BY c.HeartbeatUtc", "LEFT JOIN @timeouts AS ct"} {
+		if !strings.Contains(zombies, want) {
+			t.Errorf("rescueZombies candidate lacks %q:\n%s", want, zombies)
+		}
+	}
+	expired := derived(t, "rescueExpired", q.rescueExpired)
+	for _, want := range []string{"c.Status = 2 AND c.DeadlineUtc < @now", "ORDER BY c.DeadlineUtc"} {
+		if !strings.Contains(expired, want) {
+			t.Errorf("rescueExpired candidate lacks %q:\n%s", want, expired)
+		}
+	}
+	for name, cand := range map[string]string{"rescueZombies": zombies, "rescueExpired": expired, "rescueFetched": derived(t, "rescueFetched", q.rescueFetched)} {
+		if strings.Contains(cand, "ISNULL(c.") {
+			t.Errorf("%s: a function of the column in the candidate cannot seek:\n%s", name, cand)
+		}
+		if strings.Contains(cand, "[my_schema].Queues") {
+			t.Errorf("%s: the candidate joins Queues: every candidate row read before the join is tested stays update-locked", name)
+		}
+	}
+	up := migrationText(t, "my_schema", "000002")
+	for _, want := range []string{
+		"IX_JobsHot_Heartbeat\n    ON [my_schema].JobsHot (HeartbeatUtc) INCLUDE (Queue)\n    WHERE Status = 2;",
+		"IX_JobsHot_Deadline\n    ON [my_schema].JobsHot (DeadlineUtc)\n    WHERE Status = 2;",
+		"IX_JobsHot_Active\n    ON [my_schema].JobsHot (Status, LastUpdatedUtc) INCLUDE (Queue, WorkerId, ClaimId)\n    WHERE Status IN (1, 2);",
+		"DROP INDEX IX_JobsHot_Status",
+	} {
+		if !strings.Contains(up, want) {
+			t.Errorf("migration 2 lacks %q", want)
+		}
+	}
+}
+
+// migrationText is the rendered up migration of a version.
+func migrationText(t *testing.T, schemaName, version string) string {
+	t.Helper()
+	for name, text := range upMigrations(t, schemaName) {
+		if strings.HasPrefix(name, version+"_") {
+			return text
+		}
+	}
+	t.Fatalf("no up migration %s", version)
+	return ""
+}
+
+// The keyed enqueue locks the key with an application lock owned by the
+// transaction, checks its return code, and takes no key-range lock.
+func TestKeyedEnqueueLocksTheKeyNotAGap(t *testing.T) {
+	q := render("my_schema")
+	for name, stmt := range map[string]string{"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx, "resurrect": q.resurrect} {
+		if regexp.MustCompile(`HOLDLOCK|SERIALIZABLE`).MatchString(stmt) {
+			t.Errorf("%s: a key-range lock (HOLDLOCK) locks the gap to the next key", name)
+		}
+	}
+	for name, stmt := range map[string]string{"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx} {
+		for _, want := range []string{"CHECKSUM(@k)", "@LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs", "IF @rc < 0", "IF ERROR_NUMBER() NOT IN (2601, 2627)"} {
+			if !strings.Contains(stmt, want) {
+				t.Errorf("%s lacks %q", name, want)
+			}
+		}
+	}
+	if !strings.Contains(q.enqueueKeyed, "SET XACT_ABORT ON;\nBEGIN TRANSACTION;") {
+		t.Error("enqueueKeyed: its own transaction, under XACT_ABORT")
+	}
+	if strings.Contains(q.enqueueKeyedTx, "XACT_ABORT ON") || strings.Contains(q.enqueueKeyedTx, "BEGIN TRAN") {
+		t.Error("enqueueKeyedTx: inside a caller's transaction, no XACT_ABORT (a duplicate key would roll the caller back) and no transaction of its own")
+	}
+}
+
+// A keyed insert that loses the key to a resurrect (error 2601) returns the
+// job that holds the key, as a duplicate.
+func TestKeyedEnqueueReturnsTheJobThatWonTheKey(t *testing.T) {
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec.rows = map[string][]driver.Value{s.q.jobByKey: {int64(77)}}
+	rec.failNext(s.q.enqueueKeyed, mssql.Error{Number: 2601, Message: "duplicate key"})
+	r, err := s.Enqueue(t.Context(), jobs.EnqueueParams{Type: "t", IdempotencyKey: "order-1"})
+	if err != nil || r.ID != 77 || !r.Duplicate {
+		t.Fatalf("Enqueue = %+v, %v; want job 77 as a duplicate", r, err)
+	}
+}
+
+// Purge and resurrect walk the finish-time index from the old end and take
+// no update locks.
+func TestPurgeAndResurrectStartAtTheOldEnd(t *testing.T) {
+	q := render("my_schema")
+	for name, stmt := range map[string]string{"purge.archive": q.purge[jobs.TableArchive], "purge.dlq": q.purge[jobs.TableDLQ], "resurrect": q.resurrect} {
+		cand := derived(t, name, stmt)
+		if !strings.Contains(cand, "ORDER BY t.FinishedAtUtc, t.Id") {
+			t.Errorf("%s: the candidate must be ordered by the indexed instant:\n%s", name, cand)
+		}
+		if strings.Contains(cand, "UPDLOCK") || strings.Contains(cand, "t.Id DESC") {
+			t.Errorf("%s: no update locks, no backwards scan:\n%s", name, cand)
+		}
+	}
+}
+
+// QueueStats aggregates once: no common table expression (each reference
+// of one is evaluated again), and every count stops at @cap.
+func TestQueueStatsCountsAreCappedAndReadOnce(t *testing.T) {
+	stmt := render("my_schema").queueStats
+	if regexp.MustCompile(`(?i)\bWITH\s+\w+\s+AS\s*\(`).MatchString(stmt) {
+		t.Error("queueStats: a CTE is evaluated at each reference")
+	}
+	if strings.Contains(stmt, "GROUP BY") {
+		t.Error("queueStats: a GROUP BY over a table reads all of it")
+	}
+	counts := strings.Count(stmt, "COUNT_BIG(*)")
+	capped := strings.Count(stmt, "COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x")
+	if counts == 0 || counts != capped {
+		t.Errorf("queueStats: %d of %d counts are capped by TOP (@cap)", capped, counts)
+	}
+	for _, tb := range []string{"JobsHot", "JobsArchive", "JobsDLQ"} {
+		if !strings.Contains(stmt, "SELECT TOP (1) @next = Queue FROM [my_schema]."+tb+" WHERE Queue > @q ORDER BY Queue;") {
+			t.Errorf("queueStats: the queues of %s are not found one seek per queue", tb)
+		}
+	}
+}
+
+// The claim sends its rows after COMMIT, from a table variable: the client
+// reads payloads with no lock held.
+func TestClaimSendsItsRowsAfterCommit(t *testing.T) {
+	stmt := render("my_schema").claim
+	commit := strings.Index(stmt, "COMMIT TRANSACTION;")
+	into := strings.Index(stmt, "INTO @claimed")
+	final := strings.LastIndex(stmt, "FROM @claimed AS c;")
+	if into < 0 || commit < into || final < commit {
+		t.Errorf("claim: want OUTPUT ... INTO @claimed, COMMIT, then SELECT from @claimed:\n%s", stmt)
+	}
+	if resultColumns(lexTSQL(stmt)) != len(unifiedNames) {
+		t.Errorf("claim returns %d columns, want the %d unified ones", resultColumns(lexTSQL(stmt)), len(unifiedNames))
+	}
+}
+
+// Every claim holds the queue's application lock shared while it reads the
+// queue's cap; UpdateQueue holds it exclusively while it changes the cap.
+func TestCapChangesWaitForClaimsInFlight(t *testing.T) {
+	q := render("my_schema")
+	lock := "DECLARE @lock NVARCHAR(255) = N'chokaq:my_schema:queue:' + UPPER(@q);"
+	for name, c := range map[string]struct{ stmt, mode, then string }{
+		"claim":       {q.claim, "'Shared'", "FROM [my_schema].Queues WHERE Name = @q"},
+		"updateQueue": {q.updateQueue, "'Exclusive'", "UPDATE [my_schema].Queues"},
+	} {
+		getLock := strings.Index(c.stmt, "sp_getapplock @Resource = @lock, @LockMode = "+c.mode+", @LockOwner = 'Transaction'")
+		begin := strings.Index(c.stmt, "BEGIN TRANSACTION;")
+		then := strings.Index(c.stmt, c.then)
+		if !strings.Contains(c.stmt, lock) || begin < 0 || getLock < begin || then < getLock {
+			t.Errorf("%s: want BEGIN TRANSACTION, the queue lock %s, then %q", name, c.mode, c.then)
+		}
+	}
+}
+
+// TestClaimRetryAdoptsTheRowsOfALostReply: the first claim's reply is lost
+// (a connection reset after it may have committed). The store's retry first
+// looks for rows carrying that claim's id and returns them; only when there
+// are none does it claim again, with the same id.
+func TestClaimRetryAdoptsTheRowsOfALostReply(t *testing.T) {
+	for _, adopted := range []bool{true, false} {
+		rec := &recorder{}
+		s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.sleep = func(context.Context, time.Duration) error { return nil }
+		s.newClaimID = func() int64 { return 4242 }
+		if adopted {
+			row := make([]driver.Value, len(unifiedNames))
+			row[0], row[1], row[2], row[16] = int64(9), "mail", "t", int64(5) // Id, Queue, Type, RunLease
+			row[4], row[8], row[9] = int64(0), int64(3), int64(0)             // priority, max attempts, attempts
+			row[10], row[12], row[13] = int64(1), time.Now(), time.Now()      // table, created, scheduled
+			rec.rows = map[string][]driver.Value{s.q.adoptClaim: row}
+		}
+		rec.failNext(s.q.claim, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")})
+		got, err := s.Claim(t.Context(), jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail"}, Limit: 5})
+		if err != nil {
+			t.Fatalf("adopted=%v: %v", adopted, err)
+		}
+		var sent []string
+		for _, c := range rec.calls {
+			name := statementNames(s.q)[c.query]
+			sent = append(sent, name)
+			for _, a := range c.args {
+				if a.Name == "claimId" && a.Value != int64(4242) {
+					t.Errorf("%s sent claim id %v, want the first attempt's 4242", name, a.Value)
+				}
+			}
+		}
+		want := "claim adoptClaim claim"
+		if adopted {
+			want = "claim adoptClaim"
+			if len(got) != 1 || got[0].ID != 9 || got[0].Lease != 5 {
+				t.Errorf("adopted jobs %+v, want job 9 with lease 5", got)
+			}
+		}
+		if strings.Join(sent, " ") != want {
+			t.Errorf("adopted=%v: statements %v, want %s", adopted, sent, want)
+		}
+	}
+}
+
+// No statement needs compatibility level 130, and CheckSchema refuses a
+// database below it, saying how to raise it.
+func TestCheckSchemaRefusesALowCompatibilityLevel(t *testing.T) {
+	for _, stmt := range renderedStatements() {
+		if strings.Contains(stmt, "STRING_SPLIT") || strings.Contains(stmt, "OPENJSON") {
+			t.Errorf("a statement needs compatibility level 130:\n%s", firstLine(stmt))
+		}
+	}
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.rows = map[string][]driver.Value{s.q.compatibilityLevel: {int64(120)}}
+	err = s.CheckSchema(t.Context())
+	if !errors.Is(err, ErrCompatibilityLevel) || !strings.Contains(err.Error(), "level 120") ||
+		!strings.Contains(err.Error(), "ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150") {
+		t.Fatalf("CheckSchema at level 120: %v", err)
+	}
+	rec.rows = map[string][]driver.Value{s.q.compatibilityLevel: {int64(150)}}
+	if err := s.CheckSchema(t.Context()); errors.Is(err, ErrCompatibilityLevel) {
+		t.Fatalf("CheckSchema at level 150: %v", err)
+	}
+}
