@@ -7,28 +7,35 @@ SQLSERVER_NAME  := chokaq-sqlserver
 SQLSERVER_ENV   := .sqlserver.env
 
 FUZZTIME        ?= 30s
+# Test tooling lives in modules of its own, so the library's go.mod lists
+# neither a browser driver nor a Docker client.
+MODULES         := . dashboard/browsertest sqlserver/sqlservertest/container
 
-.PHONY: help test fmt-check vet staticcheck race fuzz test-sqlserver sqlserver-up sqlserver-down bench run
+.PHONY: help test fmt-check tidy-check vet staticcheck race fuzz test-sqlserver sqlserver-up sqlserver-down bench run
 
 ## help: list the targets.
 help:
 	@awk -F': ' '/^## [a-z-]+:/ {sub(/^## /, ""); printf "  %-16s %s\n", $$1, substr($$0, length($$1) + 3)}' $(MAKEFILE_LIST)
 
-## test: formatting, vet, staticcheck and every test with the race detector.
-test: fmt-check vet staticcheck race
+## test: formatting, tidy modules, vet, staticcheck and every test with the race detector.
+test: fmt-check tidy-check vet staticcheck race
 
 fmt-check:
 	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+tidy-check:
+	@set -e; for m in $(MODULES); do (cd $$m && $(GO) mod tidy -diff) || { echo "go.mod or go.sum of $$m is not tidy: run go mod tidy there"; exit 1; }; done
+
 vet:
-	$(GO) vet ./...
+	@set -e; for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 
 staticcheck:
-	$(GO) run $(STATICCHECK) ./...
+	@set -e; for m in $(MODULES); do echo "staticcheck ($$m)"; (cd $$m && $(GO) run $(STATICCHECK) ./...); done
 
 race:
 	$(GO) test -race -count=1 ./...
+	cd dashboard/browsertest && $(GO) test -race -count=1 ./...
 
 ## fuzz: run every fuzz target for FUZZTIME (30s) each; `make test` runs their seed corpora.
 fuzz:

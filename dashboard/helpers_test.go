@@ -18,6 +18,7 @@ import (
 
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/jobs/storetest"
 )
 
 // fixture is a dashboard over a fresh in-memory store, served by httptest,
@@ -150,65 +151,32 @@ func wantStatus(t *testing.T, r response, status int, inBody ...string) {
 }
 
 // Seeding. Each helper makes one job reach a table through the store's own
-// transitions.
+// transitions (storetest.Seeder), as f.worker.
+
+func (f *fixture) seeder() storetest.Seeder {
+	return storetest.Seeder{T: f.t, Store: f.store, Worker: f.worker}
+}
 
 func (f *fixture) enqueue(queue, typ, payload string) int64 {
 	f.t.Helper()
-	res, err := f.store.Enqueue(context.Background(), jobs.EnqueueParams{Queue: queue, Type: typ, Payload: []byte(payload)})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return res.ID
+	return f.seeder().Enqueue(jobs.EnqueueParams{Queue: queue, Type: typ, Payload: []byte(payload)})
 }
 
-// start claims and starts the job id as f.worker; other jobs the
-// claim takes are released at once, untouched.
+// start claims and starts the job id; other jobs the claim takes are
+// released at once, untouched.
 func (f *fixture) start(id int64, queue string) jobs.LeaseRef {
 	f.t.Helper()
-	ctx := context.Background()
-	got, err := f.store.Claim(ctx, jobs.ClaimParams{WorkerID: f.worker, Queues: []string{queue}, Limit: jobs.MaxPageSize})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	var ref *jobs.LeaseRef
-	var others []jobs.LeaseRef
-	for _, j := range got {
-		if j.ID == id {
-			r := j.Ref()
-			ref = &r
-		} else {
-			others = append(others, j.Ref())
-		}
-	}
-	if _, err := f.store.Release(ctx, others); err != nil {
-		f.t.Fatal(err)
-	}
-	if ref == nil {
-		f.t.Fatalf("claim did not give job %d", id)
-	}
-	if _, err := f.store.Start(ctx, *ref, jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
-		f.t.Fatal(err)
-	}
-	return *ref
+	return f.seeder().Start(id, queue)
 }
 
 func (f *fixture) deadLetter(queue, typ, payload string, reason jobs.FailureReason, details string) int64 {
 	f.t.Helper()
-	id := f.enqueue(queue, typ, payload)
-	ref := f.start(id, queue)
-	if err := f.store.DeadLetter(context.Background(), ref, jobs.DeadLetterParams{Reason: reason, Details: details}); err != nil {
-		f.t.Fatal(err)
-	}
-	return id
+	return f.seeder().DeadLettered(jobs.EnqueueParams{Queue: queue, Type: typ, Payload: []byte(payload)}, reason, details)
 }
 
 func (f *fixture) archive(queue, typ, payload string) int64 {
 	f.t.Helper()
-	id := f.enqueue(queue, typ, payload)
-	if err := f.store.Complete(context.Background(), f.start(id, queue)); err != nil {
-		f.t.Fatal(err)
-	}
-	return id
+	return f.seeder().Archived(jobs.EnqueueParams{Queue: queue, Type: typ, Payload: []byte(payload)})
 }
 
 func (f *fixture) table(id int64) jobs.Table {
@@ -236,4 +204,11 @@ func urlValues(kv ...string) url.Values {
 		v.Add(kv[i], kv[i+1])
 	}
 	return v
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }

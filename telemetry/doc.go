@@ -10,11 +10,13 @@
 // Options.MaxLabelValues distinct values each (later ones are recorded as
 // "other"), and reason is the closed set of jobs.FailureReason names.
 //
-// Prometheus is an SDK MeterProvider whose readings are served in the
-// Prometheus text format from its own registry (no global state), and
-// Health answers /healthz and /readyz. Mount puts all three on a ServeMux:
+// Package promexporter's Exporter is an SDK MeterProvider whose readings are
+// served in the Prometheus text format from its own registry (no global
+// state); it is a package of its own, so that a service that exports
+// metrics another way links no Prometheus library. Health answers /healthz
+// and /readyz. Mount puts the metrics handler and both checks on a ServeMux:
 //
-//	prom, _ := telemetry.NewPrometheus()
+//	prom, _ := promexporter.New()
 //	m, _ := telemetry.New(telemetry.Options{MeterProvider: prom.MeterProvider()})
 //	client, _ := chokaq.New(ctx, chokaq.Config{Telemetry: m}, reg)
 //	mux := http.NewServeMux()

@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/chokaq/chokaq-go/telemetry"
+	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 )
 
 const operationsDoc = "../docs/operations.md"
@@ -90,7 +91,7 @@ func TestOperationsDocListsEveryInstrument(t *testing.T) {
 	}
 
 	// What a scrape shows once every instrument has a value.
-	prom, err := telemetry.NewPrometheus()
+	prom, err := promexporter.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/telemetry"
+	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -19,7 +20,7 @@ import (
 // scrapes /metrics and checks the names the exporter derives (the table in
 // docs/operations.md) with their values.
 func TestMetricsEndpointExposesPrometheusNames(t *testing.T) {
-	prom, err := telemetry.NewPrometheus()
+	prom, err := promexporter.New()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func recordEveryInstrument(t *testing.T, m *telemetry.Metrics) jobs.Store {
 func TestTwoExportersDoNotShareState(t *testing.T) {
 	var bodies []string
 	for i := range 2 {
-		prom, err := telemetry.NewPrometheus()
+		prom, err := promexporter.New()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/telemetry"
+	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -145,7 +146,7 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 	}
 	// Metrics and health of whatever runs in this process (the demo
 	// workload, if any) are served next to the pages.
-	prom, err := telemetry.NewPrometheus()
+	prom, err := promexporter.New()
 	if err != nil {
 		return err
 	}

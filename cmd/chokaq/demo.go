@@ -19,6 +19,7 @@ import (
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/telemetry"
+	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -77,7 +78,7 @@ type demoMetrics struct {
 	addr   string
 	linger time.Duration
 	m      *telemetry.Metrics // nil when off
-	prom   *telemetry.Prometheus
+	prom   *promexporter.Exporter
 }
 
 // start sets up recording when --metrics-addr is set.
@@ -88,7 +89,7 @@ func (d *demoMetrics) start(a *app) error {
 	if _, _, err := net.SplitHostPort(d.addr); err != nil {
 		return usage("--metrics-addr %q: want host:port, e.g. %s", d.addr, defaultMetricsAddr)
 	}
-	prom, err := telemetry.NewPrometheus()
+	prom, err := promexporter.New()
 	if err != nil {
 		return err
 	}

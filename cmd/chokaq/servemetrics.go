@@ -15,6 +15,7 @@ import (
 
 	"github.com/chokaq/chokaq-go/config"
 	"github.com/chokaq/chokaq-go/telemetry"
+	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -62,7 +63,7 @@ func (a *app) serveMetrics(ctx context.Context, addr string) error {
 	if cfg.StorageKind() == config.StorageMemory {
 		a.log.Warn("serving metrics of an in-memory store that lives only as long as this command; set a connection string to watch SQL Server")
 	}
-	prom, err := telemetry.NewPrometheus()
+	prom, err := promexporter.New()
 	if err != nil {
 		return err
 	}

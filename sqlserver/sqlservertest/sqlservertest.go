@@ -1,44 +1,51 @@
 // Package sqlservertest finds a SQL Server for tests and gives each test a
-// fresh, migrated schema. It is exported so users can run the contract suite
-// (jobs/storetest) against their own server.
+// fresh, migrated schema (or a fresh database). It is exported so users can
+// run the contract suite (jobs/storetest) against their own server.
 //
-// A server comes from CHOKAQ_TEST_SQLSERVER (a DSN) or, when Docker is
-// reachable, from a mcr.microsoft.com/mssql/server:2022-latest container
-// started once per test binary. Without either, tests skip with one line
-// saying why, unless CHOKAQ_REQUIRE_SQLSERVER=1 (make test-sqlserver), in
-// which case they fail.
+// A server comes, in this order, from CHOKAQ_TEST_SQLSERVER (a DSN); from the
+// .sqlserver.env file `make sqlserver-up` writes at the repository's root;
+// or, when a Docker engine answers, from a container started once per test
+// binary by the command in ./container (a module of its own, so that
+// testcontainers-go is no dependency of chokaq-go). Without any, tests skip
+// with one line saying why, unless CHOKAQ_REQUIRE_SQLSERVER=1 (make
+// test-sqlserver), in which case they fail.
 package sqlservertest
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	_ "github.com/microsoft/go-mssqldb" // registers the sqlserver driver
-	"github.com/testcontainers/testcontainers-go"
-	"github.com/testcontainers/testcontainers-go/modules/mssql"
 
 	"github.com/chokaq/chokaq-go/schema"
 )
 
-// Environment variables this package reads.
+// Environment variables and files this package reads.
 const (
 	EnvDSN     = "CHOKAQ_TEST_SQLSERVER"
 	EnvRequire = "CHOKAQ_REQUIRE_SQLSERVER"
-	Image      = "mcr.microsoft.com/mssql/server:2022-latest"
+	EnvFile    = ".sqlserver.env"
 )
 
 var server struct {
 	once      sync.Once
 	dsn       string
-	why       string // reason there is no server
-	container *mssql.MSSQLServerContainer
+	why       string    // reason there is no server
+	container *exec.Cmd // the container command, when it started one
+	stop      io.Closer // its stdin: closing it removes the container
 }
 
 // DSN returns a DSN for a reachable SQL Server, or skips t (fails it when
@@ -60,48 +67,113 @@ func find() {
 		server.dsn = dsn
 		return
 	}
-	if err := dockerHealthy(); err != nil {
-		server.why = fmt.Sprintf("%s is not set and Docker is not reachable (%v)", EnvDSN, err)
+	root, rootErr := repositoryRoot()
+	if rootErr == nil {
+		if dsn := dsnFromFile(filepath.Join(root, EnvFile)); dsn != "" {
+			server.dsn = dsn
+			return
+		}
+	}
+	if err := dockerAnswers(); err != nil {
+		server.why = fmt.Sprintf("%s is not set, no %s, and Docker is not reachable (%v)", EnvDSN, EnvFile, err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := mssql.Run(ctx, Image, mssql.WithAcceptEULA(), mssql.WithPassword("Chokaq-"+randomHex(8)+"!a1"))
+	if rootErr != nil {
+		server.why = fmt.Sprintf("%s is not set and the container command is not at hand: %v", EnvDSN, rootErr)
+		return
+	}
+	dsn, err := startContainer(filepath.Join(root, "sqlserver", "sqlservertest", "container"))
 	if err != nil {
-		server.why = fmt.Sprintf("%s is not set and the %s container did not start: %v", EnvDSN, Image, err)
+		server.why = fmt.Sprintf("%s is not set and no SQL Server container started: %v", EnvDSN, err)
 		return
 	}
-	dsn, err := c.ConnectionString(ctx)
-	if err != nil {
-		server.why = fmt.Sprintf("container connection string: %v", err)
-		return
-	}
-	server.container, server.dsn = c, dsn
+	server.dsn = dsn
 }
 
-// dockerHealthy asks the Docker engine for a health check, within seconds.
-func dockerHealthy() (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("docker provider: %v", r)
-		}
-	}()
-	p, err := testcontainers.ProviderDocker.GetProvider()
+// repositoryRoot is the directory of chokaq-go's go.mod, above the working
+// directory of the test.
+func repositoryRoot() (string, error) {
+	dir, err := os.Getwd()
 	if err != nil {
-		return err
+		return "", err
 	}
-	defer p.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.HasPrefix(string(b), "module github.com/chokaq/chokaq-go\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("not inside the chokaq-go repository")
+		}
+		dir = parent
+	}
+}
+
+// dsnFromFile reads the DSN `make sqlserver-up` wrote, a shell line
+// export CHOKAQ_TEST_SQLSERVER='...'.
+func dsnFromFile(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "export "+EnvDSN+"="); ok {
+			return strings.Trim(v, `'"`)
+		}
+	}
+	return ""
+}
+
+// dockerAnswers asks the Docker engine for its version, within seconds.
+func dockerAnswers() error {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return errors.New("no docker command")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return p.Health(ctx)
+	out, err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.Version}}").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// startContainer runs the container command and waits for its DSN line.
+func startContainer(dir string) (string, error) {
+	cmd := exec.Command("go", "run", ".")
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if dsn, ok := strings.CutPrefix(sc.Text(), "DSN "); ok {
+			server.container, server.stop = cmd, stdin
+			go func() { _, _ = io.Copy(io.Discard, stdout) }()
+			return dsn, nil
+		}
+	}
+	stdin.Close()
+	err = cmd.Wait()
+	return "", fmt.Errorf("the container command ended without a DSN: %v", err)
 }
 
 // Main runs a package's tests and then stops the container, if one started.
 // Use it from TestMain: os.Exit(sqlservertest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
-	if server.container != nil {
-		_ = testcontainers.TerminateContainer(server.container)
+	if server.stop != nil {
+		server.stop.Close()
+		_ = server.container.Wait()
 	}
 	return code
 }

@@ -1,23 +1,122 @@
-package dashboard
+// Package browsertest drives the dashboard in headless Chromium. It is a
+// module of its own, so that the browser driver (chromedp) is no dependency
+// of chokaq-go's: `make test` runs it, and without Chromium it skips.
+package browsertest
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/chokaq/chokaq-go/dashboard"
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/jobs/storetest"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/zombie"
 )
+
+// clock is the store's clock: the wall clock, which the live pages follow,
+// moved forward by what the test skipped (a rescue timeout, say).
+type clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// fixture is a dashboard over a fresh in-memory store, served by httptest.
+type fixture struct {
+	t     *testing.T
+	clock *clock
+	store *memstore.Store
+	dash  *dashboard.Dashboard
+	srv   *httptest.Server
+	logs  *observer.ObservedLogs
+	seed  storetest.Seeder
+}
+
+func newFixture(t *testing.T, opts dashboard.Options) *fixture {
+	t.Helper()
+	c := &clock{}
+	store := memstore.New(memstore.WithClock(c.now))
+	core, logs := observer.New(zapcore.InfoLevel)
+	opts.Logger = zap.New(core)
+	d, err := dashboard.New(store, opts)
+	must(t, err)
+	srv := httptest.NewServer(d)
+	t.Cleanup(func() {
+		d.Close()
+		srv.Close()
+	})
+	return &fixture{t: t, clock: c, store: store, dash: d, srv: srv, logs: logs, seed: storetest.Seeder{T: t, Store: store}}
+}
+
+func (f *fixture) enqueue(queue, typ, payload string) int64 {
+	f.t.Helper()
+	return f.seed.Enqueue(jobs.EnqueueParams{Queue: queue, Type: typ, Payload: []byte(payload)})
+}
+
+func (f *fixture) start(id int64, queue string) jobs.LeaseRef {
+	f.t.Helper()
+	return f.seed.Start(id, queue)
+}
+
+func (f *fixture) archive(queue, typ, payload string) int64 {
+	f.t.Helper()
+	return f.seed.Archived(jobs.EnqueueParams{Queue: queue, Type: typ, Payload: []byte(payload)})
+}
+
+func (f *fixture) deadLetter(queue, typ, payload string, reason jobs.FailureReason, details string) int64 {
+	f.t.Helper()
+	return f.seed.DeadLettered(jobs.EnqueueParams{Queue: queue, Type: typ, Payload: []byte(payload)}, reason, details)
+}
+
+func (f *fixture) table(id int64) jobs.Table {
+	f.t.Helper()
+	j, err := f.store.GetJob(context.Background(), id)
+	must(f.t, err)
+	return j.Table
+}
+
+// wantLogged finds the action's log line, with the actor.
+func (f *fixture) wantLogged(action, text string) {
+	f.t.Helper()
+	for _, e := range f.logs.FilterMessage("dashboard: action").All() {
+		fields := e.ContextMap()
+		if fields["action"] == action && strings.Contains(fmt.Sprint(fields["target"]), text) && fields["actor"] == "127.0.0.1" {
+			return
+		}
+	}
+	f.t.Fatalf("no %s action log with %q and the actor; logs: %v", action, text, f.logs.All())
+}
+
+func intp(n int) *int    { return &n }
+func boolp(b bool) *bool { return &b }
 
 // chromium finds a Chromium or Chrome binary: $CHOKAQ_CHROMIUM, else the
 // first on PATH.
@@ -70,7 +169,7 @@ func browser(t *testing.T) context.Context {
 // and the page follows it until it has succeeded.
 func TestBrowserDeadLetterAppearsLiveIsInspectedAndResurrected(t *testing.T) {
 	ctx := browser(t)
-	f := newFixture(t, Options{PollInterval: 200 * time.Millisecond})
+	f := newFixture(t, dashboard.Options{PollInterval: 200 * time.Millisecond})
 	seedForScreenshots(t, f)
 	base := f.srv.URL
 
@@ -112,7 +211,7 @@ func TestBrowserDeadLetterAppearsLiveIsInspectedAndResurrected(t *testing.T) {
 
 	// The dead-letter page: a job dies while it is open.
 	must(t, chromedp.Do(ctx, chromedp.Navigate(base+"/dead"), chromedp.WaitVisible(chromedp.CSS("#live.on"))))
-	f.worker = "web-2-51873"
+	f.seed.Worker = "web-2-51873"
 	id := failForGood(t, f, "billing", "payment.sync", `{"invoice":1042,"amount":"129.00","currency":"EUR","customer":"cus_8Hq2"}`)
 	row := fmt.Sprintf(`#rows tr[data-id="%d"]`, id)
 	must(t, chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(row))))
@@ -207,7 +306,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	must(t, err)
-	path := filepath.Join("..", "docs", name)
+	path := filepath.Join("..", "..", "docs", name)
 	must(t, os.WriteFile(path, png, 0o644))
 	t.Logf("wrote %s", path)
 }
@@ -244,7 +343,7 @@ func seedForScreenshots(t *testing.T, f *fixture) {
 		_, err := f.store.UpdateQueue(ctx, q, u)
 		must(t, err)
 	}
-	f.worker = "web-1-40211"
+	f.seed.Worker = "web-1-40211"
 	for i := range 46 {
 		f.archive("mail", "email.send", fmt.Sprintf(`{"to":"user%d@example.com","template":"welcome"}`, i))
 	}
@@ -260,15 +359,15 @@ func seedForScreenshots(t *testing.T, f *fixture) {
 
 	// A worker that died mid-job and one that died with a job in its buffer,
 	// found by a real rescue sweep.
-	f.worker = "web-3-77120"
+	f.seed.Worker = "web-3-77120"
 	zombieID := f.enqueue("mail", "email.send", `{"to":"ops@example.com","template":"digest"}`)
 	f.start(zombieID, "mail")
 	f.enqueue("mail", "email.send", `{"to":"sales@example.com","template":"digest"}`)
 	_, err := f.store.Claim(ctx, jobs.ClaimParams{WorkerID: "web-3-77120", Queues: []string{"mail"}, Limit: 1})
 	must(t, err)
-	r, err := zombie.New(f.store, zombie.Config{FetchedJobTimeout: time.Millisecond, ProcessingZombieTimeout: time.Millisecond, OnSweep: f.dash.OnSweep})
+	r, err := zombie.New(f.store, zombie.Config{FetchedJobTimeout: time.Second, ProcessingZombieTimeout: time.Second, OnSweep: f.dash.OnSweep})
 	must(t, err)
-	time.Sleep(5 * time.Millisecond)
+	f.clock.advance(2 * time.Second)
 	res, err := r.Sweep(ctx)
 	must(t, err)
 	if res.Recovered != 1 || res.Zombies != 1 {
@@ -289,9 +388,9 @@ func seedForScreenshots(t *testing.T, f *fixture) {
 		must(t, err)
 	}
 	// Two encodes running on a worker that heartbeats.
-	f.worker = "gpu-1-9034"
+	f.seed.Worker = "gpu-1-9034"
 	for i := range 2 {
 		f.start(f.enqueue("media", "video.encode", fmt.Sprintf(`{"file":"talk-%d.mov"}`, i)), "media")
 	}
-	f.dash.Publish(Event{Kind: KindAction, Text: "127.0.0.1: set queue billing: max workers 2, zombie timeout 30s, execution timeout default"})
+	f.dash.Publish(dashboard.Event{Kind: dashboard.KindAction, Text: "127.0.0.1: set queue billing: max workers 2, zombie timeout 30s, execution timeout default"})
 }

@@ -1,0 +1,17 @@
+module github.com/chokaq/chokaq-go/dashboard/browsertest
+
+go 1.26.0
+
+require (
+	github.com/chokaq/chokaq-go v0.0.0
+	github.com/chromedp/chromedp v0.23.0
+	go.uber.org/zap v1.28.0
+)
+
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+	go.uber.org/multierr v1.10.0 // indirect
+)
+
+replace github.com/chokaq/chokaq-go => ../..
