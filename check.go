@@ -46,12 +46,12 @@ func CheckConfig(p processor.Config, r zombie.Config, queues map[string]jobs.Que
 				Rule: fmt.Sprintf("must be less than a third of {zombie.ProcessingZombieTimeout} (%v), or live jobs are rescued", zombieTimeout)}}
 	}
 	for _, name := range slices.Sorted(maps.Keys(queues)) {
-		q := queues[name].ZombieTimeoutSeconds
+		q := queues[name].ZombieTimeout
 		if q == nil || *q == 0 {
 			continue
 		}
-		if d := time.Duration(*q) * time.Second; d <= 3*hbMax {
-			return &jobs.SettingError{Component: "queue " + name, Key: "ZombieTimeoutSeconds", Value: *q,
+		if *q <= 3*hbMax {
+			return &jobs.SettingError{Component: "queue " + name, Key: "ZombieTimeout", Value: *q,
 				Rule: fmt.Sprintf("must be more than 3 x {processor.HeartbeatIntervalMax} (3 x %v = %v), or 0 to use {zombie.ProcessingZombieTimeout}", hbMax, 3*hbMax)}
 		}
 	}

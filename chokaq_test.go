@@ -109,7 +109,7 @@ func TestClientLifecycle(t *testing.T) {
 // CheckConfig holds the rules between a processor and a rescue loop, for a
 // service that wires them by hand as for New.
 func TestCheckConfig(t *testing.T) {
-	secs := func(n int) *int { return &n }
+	secs := func(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
 	cases := []struct {
 		name   string
 		p      processor.Config
@@ -119,8 +119,8 @@ func TestCheckConfig(t *testing.T) {
 	}{
 		{"ZombieWithinThreeBeats", processor.Config{}, zombie.Config{ProcessingZombieTimeout: 36 * time.Second}, nil,
 			"zombie: ProcessingZombieTimeout = 36s: must be more than 3 x processor.HeartbeatIntervalMax (3 x 12s = 36s)"},
-		{"QueueZombieWithinThreeBeats", processor.Config{}, zombie.Config{}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeoutSeconds: secs(30)}},
-			"queue mail: ZombieTimeoutSeconds = 30: must be more than 3 x processor.HeartbeatIntervalMax"},
+		{"QueueZombieWithinThreeBeats", processor.Config{}, zombie.Config{}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeout: secs(30)}},
+			"queue mail: ZombieTimeout = 30s: must be more than 3 x processor.HeartbeatIntervalMax"},
 		{"BufferOutlivesHalfTheFetchedTimeout", processor.Config{ReleaseAfter: 6 * time.Minute}, zombie.Config{}, nil,
 			"processor: ReleaseAfter = 6m0s: must be at most half of zombie.FetchedJobTimeout (10m0s)"},
 		{"ProcessorAlone", processor.Config{Concurrency: -1}, zombie.Config{}, nil, "processor: Concurrency = -1"},
@@ -140,7 +140,7 @@ func TestCheckConfig(t *testing.T) {
 		}
 	}
 	ok := chokaq.CheckConfig(processor.Config{HeartbeatIntervalMax: 12 * time.Second, ReleaseAfter: 5 * time.Minute},
-		zombie.Config{ProcessingZombieTimeout: 37 * time.Second}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeoutSeconds: secs(0)}})
+		zombie.Config{ProcessingZombieTimeout: 37 * time.Second}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeout: secs(0)}})
 	if ok != nil {
 		t.Errorf("settings at the edges refused: %v", ok)
 	}

@@ -91,12 +91,13 @@ type Recovery struct {
 type QueueSetting struct {
 	Paused     *bool
 	MaxWorkers *int // 0 means unlimited
-	// ZombieTimeoutSeconds overrides Recovery.ProcessingZombieTimeout for
-	// the queue; 0 clears the override.
-	ZombieTimeoutSeconds *int
-	// ExecutionTimeoutSeconds overrides Execution.DefaultTimeout for the
-	// queue; 0 clears the override.
-	ExecutionTimeoutSeconds *int
+	// ZombieTimeout (key ZombieTimeoutSeconds, whole seconds) overrides
+	// Recovery.ProcessingZombieTimeout for the queue; 0 clears the override.
+	ZombieTimeout *time.Duration
+	// ExecutionTimeout (key ExecutionTimeoutSeconds, whole seconds)
+	// overrides Execution.DefaultTimeout for the queue; 0 clears the
+	// override.
+	ExecutionTimeout *time.Duration
 }
 
 // Default returns every default of DESIGN section 8. The values come from
@@ -228,8 +229,8 @@ func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
 		out[name] = jobs.QueueUpdate{
 			Paused:                  clonePtr(s.Paused),
 			MaxWorkers:              clonePtr(s.MaxWorkers),
-			ZombieTimeoutSeconds:    clonePtr(s.ZombieTimeoutSeconds),
-			ExecutionTimeoutSeconds: clonePtr(s.ExecutionTimeoutSeconds),
+			ZombieTimeout:    clonePtr(s.ZombieTimeout),
+			ExecutionTimeout: clonePtr(s.ExecutionTimeout),
 		}
 	}
 	return out

@@ -155,8 +155,8 @@ var yamlCases = []struct {
 	{"Recovery.ProcessingZombieTimeout", "1.00:00:00", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 24 * time.Hour }},
 	{"QueueSettings.Mail.Paused", "true", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{Paused: ptr(true)} }},
 	{"QueueSettings.Mail.MaxWorkers", "2", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{MaxWorkers: ptr(2)} }},
-	{"QueueSettings.Mail.ZombieTimeoutSeconds", "300", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{ZombieTimeoutSeconds: ptr(300)} }},
-	{"QueueSettings.Mail.ExecutionTimeoutSeconds", "0", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{ExecutionTimeoutSeconds: ptr(0)} }},
+	{"QueueSettings.Mail.ZombieTimeoutSeconds", "300", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(300) * time.Second)} }},
+	{"QueueSettings.Mail.ExecutionTimeoutSeconds", "0", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{ExecutionTimeout: ptr(time.Duration(0) * time.Second)} }},
 	{"FetchedJobTimeoutSeconds", "300", func(c *Config) { c.Recovery.FetchedJobTimeout = 5 * time.Minute }},
 	{"ZombieTimeoutSeconds", "1200", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 20 * time.Minute }},
 	{"MaxRetries", "5", func(c *Config) { c.Retry.MaxAttempts = 5 }},
@@ -237,7 +237,7 @@ func custom() *Config {
 	c.Recovery = Recovery{ScanInterval: 10 * time.Second, FetchedJobTimeout: 3 * time.Minute, ProcessingZombieTimeout: 4 * time.Minute}
 	c.QueueSettings = map[string]QueueSetting{
 		"Mail":    {Paused: ptr(false), MaxWorkers: ptr(2)},
-		"reports": {ZombieTimeoutSeconds: ptr(600), ExecutionTimeoutSeconds: ptr(3600)},
+		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second)},
 	}
 	return c
 }
@@ -279,7 +279,7 @@ func TestQueueUpdates(t *testing.T) {
 	got := c.QueueUpdates()
 	want := map[string]jobs.QueueUpdate{
 		"Mail":    {Paused: ptr(false), MaxWorkers: ptr(2)},
-		"reports": {ZombieTimeoutSeconds: ptr(600), ExecutionTimeoutSeconds: ptr(3600)},
+		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("QueueUpdates() = %+v, want %+v", got, want)

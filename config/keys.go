@@ -90,9 +90,11 @@ type queueKeyDef struct {
 var queueKeys = []queueKeyDef{
 	{name: "Paused", kind: kindBool, set: func(s *QueueSetting, v any) { b := v.(bool); s.Paused = &b }},
 	{name: "MaxWorkers", kind: kindInt, set: func(s *QueueSetting, v any) { n := v.(int); s.MaxWorkers = &n }},
-	{name: "ZombieTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { n := v.(int); s.ZombieTimeoutSeconds = &n }},
-	{name: "ExecutionTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { n := v.(int); s.ExecutionTimeoutSeconds = &n }},
+	{name: "ZombieTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { s.ZombieTimeout = seconds(v.(int)) }},
+	{name: "ExecutionTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { s.ExecutionTimeout = seconds(v.(int)) }},
 }
+
+func seconds(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
 
 // sections are the keys that hold other keys.
 var sections = []string{"Execution", "Retry", "Recovery", queueSection}

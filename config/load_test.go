@@ -178,15 +178,15 @@ func TestDurationForms(t *testing.T) {
 		{name: "Go form for a Seconds alias", yaml: "ChokaQ:\n  RetryDelaySeconds: 1500ms\n",
 			want: func(c *Config) { c.Retry.BaseDelay = 1500 * time.Millisecond }},
 		{name: "integer for a queue Seconds key", yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      ZombieTimeoutSeconds: 90\n",
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeoutSeconds: ptr(90)} }},
+			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(90) * time.Second)} }},
 		{name: "Go form for a queue Seconds key", yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      ExecutionTimeoutSeconds: 1m30s\n",
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ExecutionTimeoutSeconds: ptr(90)} }},
+			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ExecutionTimeout: ptr(time.Duration(90) * time.Second)} }},
 		{name: ".NET form for a queue Seconds key", yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      ZombieTimeoutSeconds: 1.00:00:00\n",
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeoutSeconds: ptr(86400)} }},
+			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(86400) * time.Second)} }},
 		{name: "environment, .NET form", env: []string{"CHOKAQ__EXECUTION__SHUTDOWNTIMEOUT=00:02:00"},
 			want: func(c *Config) { c.Execution.ShutdownTimeout = 2 * time.Minute }},
 		{name: "environment, integer for a queue Seconds key", env: []string{"CHOKAQ__QUEUESETTINGS__MAIL__ZOMBIETIMEOUTSECONDS=120"},
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeoutSeconds: ptr(120)} }},
+			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(120) * time.Second)} }},
 
 		{name: "integer refused for a duration key", yaml: nested("Execution.PollInterval", "90"),
 			wantErr: []string{"ChokaQ.Execution.PollInterval = 90", "90s", "00:01:30"}},
@@ -373,7 +373,7 @@ func TestQueueSettingNames(t *testing.T) {
 		{"environment file uses the base file's spelling", source{yaml: file,
 			files: map[string]string{"appsettings.Dev.yaml": "ChokaQ:\n  QueueSettings:\n    mailhigh:\n      ZombieTimeoutSeconds: 120\n"},
 			opts:  Options{Environment: "Dev"}},
-			map[string]QueueSetting{"MailHigh": {Paused: ptr(true), ZombieTimeoutSeconds: ptr(120)}, "mail.bulk": {MaxWorkers: ptr(1)}}},
+			map[string]QueueSetting{"MailHigh": {Paused: ptr(true), ZombieTimeout: ptr(time.Duration(120) * time.Second)}, "mail.bulk": {MaxWorkers: ptr(1)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -393,11 +393,15 @@ func show(m map[string]QueueSetting) string {
 		for _, f := range []struct {
 			n string
 			p any
-		}{{"Paused", s.Paused}, {"MaxWorkers", s.MaxWorkers}, {"Zombie", s.ZombieTimeoutSeconds}, {"Exec", s.ExecutionTimeoutSeconds}} {
+		}{{"Paused", s.Paused}, {"MaxWorkers", s.MaxWorkers}, {"Zombie", s.ZombieTimeout}, {"Exec", s.ExecutionTimeout}} {
 			switch p := f.p.(type) {
 			case *bool:
 				if p != nil {
 					b.WriteString(f.n + "=" + map[bool]string{true: "true", false: "false"}[*p] + " ")
+				}
+			case *time.Duration:
+				if p != nil {
+					b.WriteString(f.n + "=" + p.String() + " ")
 				}
 			case *int:
 				if p != nil {

@@ -133,10 +133,20 @@ func (c *Config) shown() showFile {
 	if len(c.QueueSettings) > 0 {
 		f.ChokaQ.QueueSettings = make(map[string]showQueue, len(c.QueueSettings))
 		for name, s := range c.QueueSettings {
-			f.ChokaQ.QueueSettings[name] = showQueue(s)
+			f.ChokaQ.QueueSettings[name] = showQueue{Paused: s.Paused, MaxWorkers: s.MaxWorkers,
+				ZombieTimeoutSeconds: wholeSeconds(s.ZombieTimeout), ExecutionTimeoutSeconds: wholeSeconds(s.ExecutionTimeout)}
 		}
 	}
 	return f
+}
+
+// wholeSeconds shows a queue timeout as the file writes it, in seconds.
+func wholeSeconds(d *time.Duration) *int {
+	if d == nil {
+		return nil
+	}
+	n := int(*d / time.Second)
+	return &n
 }
 
 // shortDuration is d.String() without its trailing zero units: "15m"

@@ -113,7 +113,9 @@ var settingKeys = map[string]string{
 // keyOf names a component's setting by this file's key.
 func keyOf(component, key string) string {
 	if q, ok := strings.CutPrefix(component, "queue "); ok {
-		return queueSection + "." + q + "." + key
+		// The file keeps the queue timeouts in seconds, under the .NET
+		// ChokaQ's names.
+		return queueSection + "." + q + "." + key + "Seconds"
 	}
 	if k, ok := settingKeys[component+"."+key]; ok {
 		return k
@@ -225,15 +227,15 @@ func (c *Config) validateQueue(v checker, name string) error {
 		return v.fail(id, name, "queue name "+queueRule(err))
 	}
 	s := c.QueueSettings[name]
-	limit := strconv.Itoa(jobs.MaxQueueTimeoutSeconds) + " (30 days)"
+	limit := strconv.Itoa(int(jobs.MaxQueueTimeout/time.Second)) + " (30 days)"
 	if n := s.MaxWorkers; n != nil && (*n < 0 || *n > jobs.MaxQueueWorkers) {
 		return v.fail(id+".MaxWorkers", *n, "must be between 0 (unlimited) and "+strconv.Itoa(jobs.MaxQueueWorkers))
 	}
-	if n := s.ZombieTimeoutSeconds; n != nil && (*n < 0 || *n > jobs.MaxQueueTimeoutSeconds) {
-		return v.fail(id+".ZombieTimeoutSeconds", *n, "must be between 0 (use Recovery.ProcessingZombieTimeout) and "+limit)
+	if d := s.ZombieTimeout; d != nil && (*d < 0 || *d > jobs.MaxQueueTimeout) {
+		return v.fail(id+".ZombieTimeoutSeconds", int(*d/time.Second), "must be between 0 (use Recovery.ProcessingZombieTimeout) and "+limit)
 	}
-	if n := s.ExecutionTimeoutSeconds; n != nil && (*n < 0 || *n > jobs.MaxQueueTimeoutSeconds) {
-		return v.fail(id+".ExecutionTimeoutSeconds", *n, "must be between 0 (use Execution.DefaultTimeout) and "+limit)
+	if d := s.ExecutionTimeout; d != nil && (*d < 0 || *d > jobs.MaxQueueTimeout) {
+		return v.fail(id+".ExecutionTimeoutSeconds", int(*d/time.Second), "must be between 0 (use Execution.DefaultTimeout) and "+limit)
 	}
 	return nil
 }

@@ -362,14 +362,14 @@ func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 	u.MaxWorkers = &mw
 	for _, t := range []struct {
 		field, label string
-		into         **int
-	}{{"zombie_timeout", "zombie timeout", &u.ZombieTimeoutSeconds}, {"execution_timeout", "execution timeout", &u.ExecutionTimeoutSeconds}} {
-		secs, err := parseSeconds(t.label, r.PostForm.Get(t.field))
+		into         **time.Duration
+	}{{"zombie_timeout", "zombie timeout", &u.ZombieTimeout}, {"execution_timeout", "execution timeout", &u.ExecutionTimeout}} {
+		v, err := parseSeconds(t.label, r.PostForm.Get(t.field))
 		if err != nil {
 			d.failErr(w, r, err)
 			return
 		}
-		*t.into = &secs
+		*t.into = &v
 	}
 	if err := u.Validate(); err != nil {
 		d.failErr(w, r, err)
@@ -377,7 +377,7 @@ func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := d.store.UpdateQueue(r.Context(), name, u)
 	text := fmt.Sprintf("set queue %s: max workers %s, zombie timeout %s, execution timeout %s", name,
-		maxWorkersText(s.MaxWorkers), fmtSeconds(s.ZombieTimeoutSeconds), fmtSeconds(s.ExecutionTimeoutSeconds))
+		maxWorkersText(s.MaxWorkers), fmtTimeout(s.ZombieTimeout), fmtTimeout(s.ExecutionTimeout))
 	if shown := d.record(r, "set", text, 1, err); err != nil {
 		d.failAction(w, r, err, "", shown)
 		return
@@ -416,22 +416,22 @@ func parseCount(label, s string) (int, error) {
 
 // parseSeconds reads whole seconds as a number ("90") or a Go duration
 // ("90s", "2m"); empty is 0.
-func parseSeconds(label, s string) (int, error) {
+func parseSeconds(label, s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, nil
 	}
-	if n, err := strconv.Atoi(s); err == nil && n >= 0 {
-		return n, nil
-	}
 	dur, err := time.ParseDuration(s)
+	if n, nerr := strconv.Atoi(s); nerr == nil {
+		dur, err = time.Duration(n)*time.Second, nil
+	}
 	if err != nil || dur < 0 || dur%time.Second != 0 {
 		return 0, badInput("%s %q: want whole seconds, e.g. 90 or 90s or 2m (0 or empty for the default)", label, s)
 	}
-	if dur > time.Duration(jobs.MaxQueueTimeoutSeconds)*time.Second {
-		return 0, badInput("%s %q: at most %s", label, s, time.Duration(jobs.MaxQueueTimeoutSeconds)*time.Second)
+	if dur > jobs.MaxQueueTimeout {
+		return 0, badInput("%s %q: at most %s", label, s, jobs.MaxQueueTimeout)
 	}
-	return int(dur / time.Second), nil
+	return dur, nil
 }
 
 func capitalize(s string) string {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
 )
@@ -419,12 +420,12 @@ func TestQueueActions(t *testing.T) {
 	f.wantLogged("resume", "resumed queue mail")
 
 	f.wantRedirect(f.post("/queues/mail/settings", urlValues("max_workers", "4", "zombie_timeout", "90s", "execution_timeout", "600")), "/queues")
-	if s := settings(); s.MaxWorkers != 4 || s.ZombieTimeoutSeconds != 90 || s.ExecutionTimeoutSeconds != 600 {
+	if s := settings(); s.MaxWorkers != 4 || s.ZombieTimeout != 90*time.Second || s.ExecutionTimeout != 600*time.Second {
 		t.Fatalf("settings %+v", s)
 	}
 	f.wantLogged("set", "set queue mail: max workers 4, zombie timeout 1m30s, execution timeout 10m0s")
 	f.wantRedirect(f.post("/queues/mail/settings", urlValues("max_workers", "", "zombie_timeout", "2m", "execution_timeout", "0")), "/queues")
-	if s := settings(); s.MaxWorkers != 0 || s.ZombieTimeoutSeconds != 120 || s.ExecutionTimeoutSeconds != 0 {
+	if s := settings(); s.MaxWorkers != 0 || s.ZombieTimeout != 120*time.Second || s.ExecutionTimeout != 0*time.Second {
 		t.Fatalf("cleared settings %+v", s)
 	}
 
@@ -444,7 +445,7 @@ func TestQueueActions(t *testing.T) {
 	} {
 		wantStatus(t, f.post(c.path, c.form), http.StatusBadRequest, c.want)
 	}
-	if s := settings(); s.MaxWorkers != 0 || s.ZombieTimeoutSeconds != 120 {
+	if s := settings(); s.MaxWorkers != 0 || s.ZombieTimeout != 120*time.Second {
 		t.Fatalf("refused updates changed settings: %+v", s)
 	}
 }

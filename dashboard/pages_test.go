@@ -21,7 +21,7 @@ import (
 func seed(f *fixture) (dead, archived, pending int64) {
 	f.t.Helper()
 	ctx := context.Background()
-	if _, err := f.store.UpdateQueue(ctx, "mail", jobs.QueueUpdate{MaxWorkers: intp(4), ZombieTimeoutSeconds: intp(30)}); err != nil {
+	if _, err := f.store.UpdateQueue(ctx, "mail", jobs.QueueUpdate{MaxWorkers: intp(4), ZombieTimeout: secs(30)}); err != nil {
 		f.t.Fatal(err)
 	}
 	if _, err := f.store.UpdateQueue(ctx, "paused-q", jobs.QueueUpdate{Paused: boolp(true)}); err != nil {
@@ -460,3 +460,5 @@ func TestInspectorShowsAttemptsAndTimes(t *testing.T) {
 		"<dt>Started</dt><dd>2026-03-04 10:03:30</dd>",
 		"<dt>Finished</dt><dd>2026-03-04 10:03:32 (took 2.5s)</dd>")
 }
+
+func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }

@@ -166,7 +166,8 @@ var templateFuncs = template.FuncMap{
 	"reasonCls": reasonClass,
 	"statusCls": func(s jobs.Status) string { return "st-" + strings.ToLower(s.String()) },
 	"tableName": tableName,
-	"seconds":   fmtSeconds,
+	"timeout":   fmtTimeout,
+	"inSeconds": inSeconds,
 	"queueURL":  queueURL,
 }
 
@@ -196,12 +197,16 @@ func fmtDuration(d time.Duration) string {
 	return lagText(d)
 }
 
-func fmtSeconds(n int) string {
-	if n == 0 {
+// fmtTimeout shows a queue's timeout; 0 is the global one.
+func fmtTimeout(d time.Duration) string {
+	if d == 0 {
 		return "default"
 	}
-	return (time.Duration(n) * time.Second).String()
+	return d.String()
 }
+
+// inSeconds is a queue timeout as the settings form edits it.
+func inSeconds(d time.Duration) int { return int(d / time.Second) }
 
 // payloadText shows a payload as indented JSON when it is JSON, else as
 // text. html/template escapes the result, so markup in a payload is shown,

@@ -157,21 +157,29 @@ func (j *Job) Clone() *Job {
 
 // QueueSettings is the per-queue control row. Zero values mean "not set":
 // MaxWorkers 0 is unlimited, a zero timeout falls back to the global one.
+// Stores keep the timeouts in whole seconds.
 type QueueSettings struct {
-	Name                    string
-	Paused                  bool
-	MaxWorkers              int
-	ZombieTimeoutSeconds    int
-	ExecutionTimeoutSeconds int
+	Name   string
+	Paused bool
+	// MaxWorkers caps the queue's Fetched plus Processing jobs across every
+	// process; 0 is unlimited.
+	MaxWorkers int
+	// ZombieTimeout is how long a running job of the queue may go without a
+	// heartbeat before rescue dead-letters it; 0 uses the rescue loop's
+	// ProcessingZombieTimeout.
+	ZombieTimeout time.Duration
+	// ExecutionTimeout is the hard deadline of one execution; 0 uses the
+	// processor's DefaultTimeout.
+	ExecutionTimeout time.Duration
 }
 
 // QueueUpdate changes some settings of a queue, creating its row if needed.
 // A nil field is left as it is; a pointer to zero clears the setting.
 type QueueUpdate struct {
-	Paused                  *bool
-	MaxWorkers              *int
-	ZombieTimeoutSeconds    *int
-	ExecutionTimeoutSeconds *int
+	Paused           *bool
+	MaxWorkers       *int
+	ZombieTimeout    *time.Duration
+	ExecutionTimeout *time.Duration
 }
 
 // QueueStats is one queue's operator view.
@@ -193,8 +201,9 @@ type QueueStats struct {
 
 // Limits of queue settings.
 const (
-	MaxQueueWorkers        = 100000
-	MaxQueueTimeoutSeconds = 30 * 24 * 3600
+	MaxQueueWorkers = 100000
+	// MaxQueueTimeout bounds a queue's timeouts (30 days).
+	MaxQueueTimeout = 30 * 24 * time.Hour
 )
 
 // Validate checks a queue update.
@@ -202,11 +211,20 @@ func (u QueueUpdate) Validate() error {
 	if u.MaxWorkers != nil && (*u.MaxWorkers < 0 || *u.MaxWorkers > MaxQueueWorkers) {
 		return &ValidationError{Field: "max_workers", Value: *u.MaxWorkers, Rule: "must be between 0 (unlimited) and " + itoa(MaxQueueWorkers)}
 	}
-	if u.ZombieTimeoutSeconds != nil && (*u.ZombieTimeoutSeconds < 0 || *u.ZombieTimeoutSeconds > MaxQueueTimeoutSeconds) {
-		return &ValidationError{Field: "zombie_timeout_seconds", Value: *u.ZombieTimeoutSeconds, Rule: "must be between 0 (use the global timeout) and " + itoa(MaxQueueTimeoutSeconds)}
+	if err := checkQueueTimeout("zombie_timeout", u.ZombieTimeout, "use the rescue loop's ProcessingZombieTimeout"); err != nil {
+		return err
 	}
-	if u.ExecutionTimeoutSeconds != nil && (*u.ExecutionTimeoutSeconds < 0 || *u.ExecutionTimeoutSeconds > MaxQueueTimeoutSeconds) {
-		return &ValidationError{Field: "execution_timeout_seconds", Value: *u.ExecutionTimeoutSeconds, Rule: "must be between 0 (use the default timeout) and " + itoa(MaxQueueTimeoutSeconds)}
+	return checkQueueTimeout("execution_timeout", u.ExecutionTimeout, "use the processor's DefaultTimeout")
+}
+
+func checkQueueTimeout(field string, d *time.Duration, zero string) error {
+	switch {
+	case d == nil:
+		return nil
+	case *d < 0 || *d > MaxQueueTimeout:
+		return &ValidationError{Field: field, Value: *d, Rule: "must be between 0 (" + zero + ") and 720h (30 days)"}
+	case *d%time.Second != 0:
+		return &ValidationError{Field: field, Value: *d, Rule: "must be whole seconds (stores keep seconds)"}
 	}
 	return nil
 }
@@ -219,11 +237,11 @@ func (u QueueUpdate) Apply(s QueueSettings) QueueSettings {
 	if u.MaxWorkers != nil {
 		s.MaxWorkers = *u.MaxWorkers
 	}
-	if u.ZombieTimeoutSeconds != nil {
-		s.ZombieTimeoutSeconds = *u.ZombieTimeoutSeconds
+	if u.ZombieTimeout != nil {
+		s.ZombieTimeout = *u.ZombieTimeout
 	}
-	if u.ExecutionTimeoutSeconds != nil {
-		s.ExecutionTimeoutSeconds = *u.ExecutionTimeoutSeconds
+	if u.ExecutionTimeout != nil {
+		s.ExecutionTimeout = *u.ExecutionTimeout
 	}
 	return s
 }

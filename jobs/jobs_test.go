@@ -154,14 +154,36 @@ func TestFilterValidateAndEmpty(t *testing.T) {
 }
 
 func TestQueueUpdateApply(t *testing.T) {
-	zero, four, paused := 0, 4, true
-	s := QueueUpdate{MaxWorkers: &four, Paused: &paused}.Apply(QueueSettings{Name: "q", ZombieTimeoutSeconds: 30})
-	if s != (QueueSettings{Name: "q", Paused: true, MaxWorkers: 4, ZombieTimeoutSeconds: 30}) {
+	four, paused := 4, true
+	var zero time.Duration
+	s := QueueUpdate{MaxWorkers: &four, Paused: &paused}.Apply(QueueSettings{Name: "q", ZombieTimeout: 30 * time.Second})
+	if s != (QueueSettings{Name: "q", Paused: true, MaxWorkers: 4, ZombieTimeout: 30 * time.Second}) {
 		t.Fatalf("Apply = %+v", s)
 	}
-	s = QueueUpdate{ZombieTimeoutSeconds: &zero}.Apply(s)
-	if s.ZombieTimeoutSeconds != 0 || s.MaxWorkers != 4 {
+	s = QueueUpdate{ZombieTimeout: &zero}.Apply(s)
+	if s.ZombieTimeout != 0 || s.MaxWorkers != 4 {
 		t.Fatalf("clear = %+v", s)
+	}
+}
+
+// Queue timeouts are durations in Go and whole seconds in the stores: a
+// fraction of a second is refused, not rounded away.
+func TestQueueUpdateTimeouts(t *testing.T) {
+	d := func(x time.Duration) *time.Duration { return &x }
+	for _, c := range []struct {
+		u    QueueUpdate
+		want string
+	}{
+		{QueueUpdate{ZombieTimeout: d(1500 * time.Millisecond)}, "zombie_timeout 1.5s: must be whole seconds"},
+		{QueueUpdate{ExecutionTimeout: d(-time.Second)}, "execution_timeout -1s: must be between 0"},
+		{QueueUpdate{ZombieTimeout: d(31 * 24 * time.Hour)}, "zombie_timeout 744h0m0s: must be between 0"},
+	} {
+		if err := c.u.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Validate(%+v) = %v, want %q", c.u, err, c.want)
+		}
+	}
+	if err := (QueueUpdate{ZombieTimeout: d(90 * time.Second), ExecutionTimeout: d(MaxQueueTimeout)}).Validate(); err != nil {
+		t.Errorf("whole seconds at the cap: %v", err)
 	}
 }
 

@@ -67,7 +67,7 @@ type Rescuer interface {
 	// than Timeout to Pending.
 	RescueFetched(ctx context.Context, p RescueParams) ([]Rescued, error)
 	// RescueZombies (phase 2) moves Processing jobs whose last heartbeat is
-	// older than their queue's ZombieTimeoutSeconds (else Timeout) to the DLQ
+	// older than their queue's ZombieTimeout (else Timeout) to the DLQ
 	// with ReasonZombie.
 	RescueZombies(ctx context.Context, p RescueParams) ([]Rescued, error)
 	// RescueExpired (phase 3) moves Processing jobs past their DeadlineAt to

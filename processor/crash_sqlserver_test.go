@@ -69,7 +69,7 @@ func TestSQLServerCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if _, err := s.UpdateQueue(ctx, "crash", jobs.QueueUpdate{ZombieTimeoutSeconds: ptr(2)}); err != nil {
+	if _, err := s.UpdateQueue(ctx, "crash", jobs.QueueUpdate{ZombieTimeout: secs(2)}); err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64

@@ -187,3 +187,6 @@ func (c *countingStore) Queues(ctx context.Context) ([]jobs.QueueSettings, error
 func newMem() *memstore.Store { return memstore.New() }
 
 func ptr[T any](v T) *T { return &v }
+
+// secs is a queue timeout of n seconds.
+func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }

@@ -79,7 +79,7 @@ func TestOutcomes(t *testing.T) {
 				return nil
 			}, want{table: jobs.TableArchive, attempts: 2}},
 		{"OurExecutionTimeoutIsTimeout", jobs.EnqueueParams{Type: "h", Queue: "slow"},
-			&jobs.QueueUpdate{ExecutionTimeoutSeconds: ptr(30)},
+			&jobs.QueueUpdate{ExecutionTimeout: secs(30)},
 			func(ctx context.Context, j *processor.Job) error { <-ctx.Done(); return ctx.Err() },
 			want{jobs.TableDLQ, jobs.ReasonTimeout, 1, "execution timeout"}},
 		{"ForeignContextErrorIsAnOrdinaryError", jobs.EnqueueParams{Type: "h", MaxAttempts: 2}, nil,

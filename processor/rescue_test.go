@@ -91,7 +91,7 @@ func TestHungHandlerIsDeadLetteredAtItsDeadline(t *testing.T) {
 		s := newMem()
 		// The zombie timeout is far shorter than the deadline: only the
 		// heartbeats keep the job from phase 2 until phase 3 takes it.
-		if _, err := s.UpdateQueue(t.Context(), "hang", jobs.QueueUpdate{ExecutionTimeoutSeconds: ptr(120), ZombieTimeoutSeconds: ptr(40)}); err != nil {
+		if _, err := s.UpdateQueue(t.Context(), "hang", jobs.QueueUpdate{ExecutionTimeout: secs(120), ZombieTimeout: secs(40)}); err != nil {
 			t.Fatal(err)
 		}
 		block := newBlockingHandler()
@@ -172,7 +172,7 @@ func TestHeartbeatsKeepALongJobAlive(t *testing.T) {
 func TestPerQueueZombieTimeoutAppliesOnlyToItsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem := newMem()
-		if _, err := mem.UpdateQueue(t.Context(), "fast", jobs.QueueUpdate{ZombieTimeoutSeconds: ptr(60)}); err != nil {
+		if _, err := mem.UpdateQueue(t.Context(), "fast", jobs.QueueUpdate{ZombieTimeout: secs(60)}); err != nil {
 			t.Fatal(err)
 		}
 		fast := enqueue(t, mem, jobs.EnqueueParams{Type: "h", Queue: "fast"})
@@ -465,7 +465,7 @@ func TestPausedQueueReleasesItsBufferedJobs(t *testing.T) {
 func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := newMem()
-		if _, err := s.UpdateQueue(t.Context(), "tight", jobs.QueueUpdate{ZombieTimeoutSeconds: ptr(5)}); err != nil {
+		if _, err := s.UpdateQueue(t.Context(), "tight", jobs.QueueUpdate{ZombieTimeout: secs(5)}); err != nil {
 			t.Fatal(err)
 		}
 		id := enqueue(t, s, jobs.EnqueueParams{Type: "h", Queue: "tight"})

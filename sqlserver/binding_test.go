@@ -126,7 +126,7 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		Delay: time.Second, MaxAttempts: 4, Tags: []string{"x", "y"}, CreatedBy: "test"}
 	keyed := plain
 	keyed.IdempotencyKey, keyed.Delay, keyed.RunAt = "order-1", 0, from
-	one, minute := 1, 60
+	one, minute := 1, time.Minute
 	paused := true
 	leader := NewLeader(s, "rescue")
 
@@ -201,7 +201,7 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		{"Queues", func() error { _, err := s.Queues(ctx); return err }},
 		{"UpdateQueue", func() error {
 			_, err := s.UpdateQueue(ctx, "mail", jobs.QueueUpdate{Paused: &paused, MaxWorkers: &one,
-				ZombieTimeoutSeconds: &minute, ExecutionTimeoutSeconds: &minute})
+				ZombieTimeout: &minute, ExecutionTimeout: &minute})
 			return err
 		}},
 		{"QueueStats", func() error { _, err := s.QueueStats(ctx); return err }},

@@ -60,7 +60,8 @@ func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
 		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec); err != nil {
 			return nil, err
 		}
-		q.MaxWorkers, q.ZombieTimeoutSeconds, q.ExecutionTimeoutSeconds = int(maxWorkers), int(zombie), int(exec)
+		q.MaxWorkers = int(maxWorkers)
+		q.ZombieTimeout, q.ExecutionTimeout = time.Duration(zombie)*time.Second, time.Duration(exec)*time.Second
 		out = append(out, q)
 	}
 	return out, rows.Err()

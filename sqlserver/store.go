@@ -842,6 +842,12 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	if err := u.Validate(); err != nil {
 		return jobs.QueueSettings{}, err
 	}
+	seconds := func(d *time.Duration) int64 {
+		if d == nil {
+			return 0
+		}
+		return int64(*d / time.Second)
+	}
 	val := func(p *int) int64 {
 		if p == nil {
 			return 0
@@ -853,8 +859,8 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 		named("name", text(name)), named("lockTimeoutMs", s.lockTimeoutMs()),
 		named("setPaused", flag(u.Paused != nil)), named("paused", paused),
 		named("setMax", flag(u.MaxWorkers != nil)), named("max", val(u.MaxWorkers)),
-		named("setZombie", flag(u.ZombieTimeoutSeconds != nil)), named("zombie", val(u.ZombieTimeoutSeconds)),
-		named("setExec", flag(u.ExecutionTimeoutSeconds != nil)), named("exec", val(u.ExecutionTimeoutSeconds)),
+		named("setZombie", flag(u.ZombieTimeout != nil)), named("zombie", seconds(u.ZombieTimeout)),
+		named("setExec", flag(u.ExecutionTimeout != nil)), named("exec", seconds(u.ExecutionTimeout)),
 	}
 	var out []jobs.QueueSettings
 	err := s.do(ctx, "update queue", idempotent, func(ctx context.Context) error {

@@ -4,7 +4,7 @@
 //  1. Fetched jobs whose reservation expired go back to Pending: no user code
 //     ran, so running them again is safe.
 //  2. Processing jobs whose heartbeat expired (the queue's own
-//     ZombieTimeoutSeconds, else ProcessingZombieTimeout) go to the
+//     ZombieTimeout, else ProcessingZombieTimeout) go to the
 //     dead-letter queue as Zombie: their side effects are uncertain.
 //  3. Processing jobs past their execution deadline go to the dead-letter
 //     queue as Timeout, even while their process still heartbeats.

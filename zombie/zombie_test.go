@@ -22,7 +22,7 @@ import (
 func setup(t *testing.T, s *memstore.Store, clock *memstore.ManualClock) (fetched, silent, hung jobs.LeaseRef) {
 	t.Helper()
 	ctx := t.Context()
-	if _, err := s.UpdateQueue(ctx, "hang", jobs.QueueUpdate{ExecutionTimeoutSeconds: ptr(60)}); err != nil {
+	if _, err := s.UpdateQueue(ctx, "hang", jobs.QueueUpdate{ExecutionTimeout: secs(60)}); err != nil {
 		t.Fatal(err)
 	}
 	claimStart := func(queue string, start bool) jobs.LeaseRef {
@@ -369,3 +369,6 @@ func TestAPanickingHookDoesNotEndTheLoop(t *testing.T) {
 		}
 	})
 }
+
+// secs is a queue timeout of n seconds.
+func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }

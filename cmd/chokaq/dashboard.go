@@ -281,9 +281,9 @@ type dashboardDemo struct {
 func (a *app) startDashboardDemo(ctx context.Context, store jobs.Store, dash *dashboard.Dashboard, rescue zombie.Config, metrics *telemetry.Metrics) (*dashboardDemo, error) {
 	for q, u := range map[string]jobs.QueueUpdate{
 		dqMail:    {MaxWorkers: intPtr(4)},
-		dqBilling: {ZombieTimeoutSeconds: intPtr(30)},
-		dqMedia:   {ExecutionTimeoutSeconds: intPtr(3), ZombieTimeoutSeconds: intPtr(60)},
-		dqImports: {ZombieTimeoutSeconds: intPtr(4)},
+		dqBilling: {ZombieTimeout: secs(30)},
+		dqMedia:   {ExecutionTimeout: secs(3), ZombieTimeout: secs(60)},
+		dqImports: {ZombieTimeout: secs(4)},
 		dqReports: {Paused: boolPtr(true)},
 	} {
 		if _, err := store.UpdateQueue(ctx, q, u); err != nil {

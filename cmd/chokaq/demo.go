@@ -157,8 +157,8 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 	}
 	a.say("chokaq demo on the %s store", sum.Store)
 	for q, u := range map[string]jobs.QueueUpdate{
-		demoFast: {ZombieTimeoutSeconds: intPtr(4), ExecutionTimeoutSeconds: intPtr(5)},
-		demoSlow: {ZombieTimeoutSeconds: intPtr(6), ExecutionTimeoutSeconds: intPtr(0)},
+		demoFast: {ZombieTimeout: secs(4), ExecutionTimeout: secs(5)},
+		demoSlow: {ZombieTimeout: secs(6), ExecutionTimeout: secs(0)},
 	} {
 		if _, err := store.UpdateQueue(ctx, q, u); err != nil {
 			return err
@@ -402,3 +402,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 func intPtr(n int) *int { return &n }
+
+// secs is a queue timeout of n seconds.
+func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }

@@ -325,17 +325,17 @@ func TestQueuesResumeExecutionTimeoutAndJSON(t *testing.T) {
 	set := runIn(t, s, "", "queues", "set", "mail", "--execution-timeout", "10m", "-o", "json")
 	wantExit(t, set, exitOK)
 	var q jobs.QueueSettings
-	if err := json.Unmarshal([]byte(set.stdout), &q); err != nil || q.ExecutionTimeoutSeconds != 600 || q.Paused {
+	if err := json.Unmarshal([]byte(set.stdout), &q); err != nil || q.ExecutionTimeout != 10*time.Minute || q.Paused {
 		t.Fatalf("queues set -o json: %v %s", err, set.stdout)
 	}
-	if qs := queues(); qs[0].ExecutionTimeoutSeconds != 600 || qs[0].ZombieTimeoutSeconds != 0 || qs[0].MaxWorkers != 0 {
+	if qs := queues(); qs[0].ExecutionTimeout != 10*time.Minute || qs[0].ZombieTimeout != 0 || qs[0].MaxWorkers != 0 {
 		t.Fatalf("after set --execution-timeout: %+v", qs)
 	}
 	if list := runIn(t, s, "", "queues", "list"); !strings.Contains(list.stdout, "10m0s") {
 		t.Fatalf("queues list:\n%s", list.stdout)
 	}
 	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--execution-timeout", "0"), exitOK)
-	if qs := queues(); qs[0].ExecutionTimeoutSeconds != 0 {
+	if qs := queues(); qs[0].ExecutionTimeout != 0 {
 		t.Fatalf("0 did not clear the execution timeout: %+v", qs)
 	}
 	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--execution-timeout", "2.5s"), exitUsage, "--execution-timeout", "whole seconds")

@@ -45,8 +45,8 @@ func (a *app) queuesCommand() *cobra.Command {
 			}
 			for _, d := range []struct {
 				flag string
-				into **int
-			}{{"zombie-timeout", &u.ZombieTimeoutSeconds}, {"execution-timeout", &u.ExecutionTimeoutSeconds}} {
+				into **time.Duration
+			}{{"zombie-timeout", &u.ZombieTimeout}, {"execution-timeout", &u.ExecutionTimeout}} {
 				if !f.Changed(d.flag) {
 					continue
 				}
@@ -54,8 +54,7 @@ func (a *app) queuesCommand() *cobra.Command {
 				if v < 0 || v%time.Second != 0 {
 					return u, usage("--%s %v: want whole seconds, e.g. 90s (0 clears it)", d.flag, v)
 				}
-				secs := int(v / time.Second)
-				*d.into = &secs
+				*d.into = &v
 			}
 			if u == (jobs.QueueUpdate{}) {
 				return u, usage("nothing to set: give --max-workers, --zombie-timeout or --execution-timeout")
@@ -99,7 +98,7 @@ func writeQueues(w *tabwriter.Writer, qs []jobs.QueueSettings) {
 	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT")
 	for _, q := range qs {
 		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
-			secondsOr(q.ZombieTimeoutSeconds, "global"), secondsOr(q.ExecutionTimeoutSeconds, "default"))
+			durationOr(q.ZombieTimeout, "global"), durationOr(q.ExecutionTimeout, "default"))
 	}
 }
 
@@ -110,9 +109,9 @@ func intOr(n int, zero string) string {
 	return fmt.Sprint(n)
 }
 
-func secondsOr(n int, zero string) string {
-	if n == 0 {
+func durationOr(d time.Duration, zero string) string {
+	if d == 0 {
 		return zero
 	}
-	return (time.Duration(n) * time.Second).String()
+	return d.String()
 }

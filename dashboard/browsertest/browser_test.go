@@ -6,8 +6,8 @@ package browsertest
 import (
 	"context"
 	"fmt"
-	"os"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -115,8 +115,10 @@ func (f *fixture) wantLogged(action, text string) {
 	f.t.Fatalf("no %s action log with %q and the actor; logs: %v", action, text, f.logs.All())
 }
 
-func intp(n int) *int    { return &n }
-func boolp(b bool) *bool { return &b }
+func intp(n int) *int { return &n }
+
+func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
+func boolp(b bool) *bool        { return &b }
 
 // chromium finds a Chromium or Chrome binary: $CHOKAQ_CHROMIUM, else the
 // first on PATH.
@@ -336,8 +338,8 @@ func seedForScreenshots(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	for q, u := range map[string]jobs.QueueUpdate{
 		"mail":    {MaxWorkers: intp(8)},
-		"billing": {MaxWorkers: intp(2), ZombieTimeoutSeconds: intp(30)},
-		"media":   {ZombieTimeoutSeconds: intp(600), ExecutionTimeoutSeconds: intp(300)},
+		"billing": {MaxWorkers: intp(2), ZombieTimeout: secs(30)},
+		"media":   {ZombieTimeout: secs(600), ExecutionTimeout: secs(300)},
 		"reports": {Paused: boolp(true)},
 	} {
 		_, err := f.store.UpdateQueue(ctx, q, u)

@@ -229,8 +229,8 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	}
 	now := s.now()
 	timeout := p.DefaultTimeout
-	if q := s.queues[j.Queue]; q != nil && q.settings.ExecutionTimeoutSeconds > 0 {
-		timeout = time.Duration(q.settings.ExecutionTimeoutSeconds) * time.Second
+	if q := s.queues[j.Queue]; q != nil && q.settings.ExecutionTimeout > 0 {
+		timeout = q.settings.ExecutionTimeout
 	}
 	j.Status = jobs.StatusProcessing
 	j.AttemptCount++
@@ -414,8 +414,8 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 			continue
 		}
 		timeout := p.Timeout
-		if q := s.queues[j.Queue]; q != nil && q.settings.ZombieTimeoutSeconds > 0 {
-			timeout = time.Duration(q.settings.ZombieTimeoutSeconds) * time.Second
+		if q := s.queues[j.Queue]; q != nil && q.settings.ZombieTimeout > 0 {
+			timeout = q.settings.ZombieTimeout
 		}
 		seen := j.HeartbeatAt
 		if seen.IsZero() {

@@ -69,7 +69,7 @@ func invariantSingleOwner(t *testing.T, h *Harness) {
 // moves; a watcher looks every job up the whole time.
 func invariantNoJobLost(t *testing.T, h *Harness) {
 	const total, workers = 240, 6
-	setQueue(t, h, "short", jobs.QueueUpdate{ZombieTimeoutSeconds: intp(60)})
+	setQueue(t, h, "short", jobs.QueueUpdate{ZombieTimeout: secs(60)})
 	var all []int64
 	all = append(all, enqueueN(t, h, total/2, jobs.EnqueueParams{})...)
 	all = append(all, enqueueN(t, h, total/2, jobs.EnqueueParams{Queue: "short"})...)
@@ -233,7 +233,7 @@ func invariantSafeReclaim(t *testing.T, h *Harness) {
 
 // I4: an expired Processing job goes to the DLQ, never back to Pending.
 func invariantUncertainNotRerun(t *testing.T, h *Harness) {
-	setQueue(t, h, "deadline", jobs.QueueUpdate{ExecutionTimeoutSeconds: intp(60)})
+	setQueue(t, h, "deadline", jobs.QueueUpdate{ExecutionTimeout: secs(60)})
 	silent := running(t, h, jobs.EnqueueParams{})
 	hung := running(t, h, jobs.EnqueueParams{Queue: "deadline"})
 	h.Advance(t, 61*time.Second)
@@ -258,7 +258,7 @@ func invariantUncertainNotRerun(t *testing.T, h *Harness) {
 
 // I5: a queue's own zombie and execution timeouts apply to its jobs only.
 func invariantPerQueueTimeouts(t *testing.T, h *Harness) {
-	setQueue(t, h, "tight", jobs.QueueUpdate{ZombieTimeoutSeconds: intp(30), ExecutionTimeoutSeconds: intp(45)})
+	setQueue(t, h, "tight", jobs.QueueUpdate{ZombieTimeout: secs(30), ExecutionTimeout: secs(45)})
 	tightZombie := running(t, h, jobs.EnqueueParams{Queue: "tight"})
 	tightHung := running(t, h, jobs.EnqueueParams{Queue: "tight"})
 	plain := running(t, h, jobs.EnqueueParams{})

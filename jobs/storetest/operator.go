@@ -342,18 +342,18 @@ var operatorCases = []testCase{
 		wantInvalid(t, err, "queue")
 	}},
 	{"QueueSettingsCreatePatchAndClear", func(t *testing.T, h *Harness) {
-		s, err := h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{MaxWorkers: intp(4), ZombieTimeoutSeconds: intp(120)})
+		s, err := h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{MaxWorkers: intp(4), ZombieTimeout: secs(120)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s != (jobs.QueueSettings{Name: "mail", MaxWorkers: 4, ZombieTimeoutSeconds: 120}) {
+		if s != (jobs.QueueSettings{Name: "mail", MaxWorkers: 4, ZombieTimeout: 2 * time.Minute}) {
 			t.Fatalf("created %+v", s)
 		}
-		s, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{Paused: boolp(true), MaxWorkers: intp(0), ExecutionTimeoutSeconds: intp(30)})
+		s, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{Paused: boolp(true), MaxWorkers: intp(0), ExecutionTimeout: secs(30)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := jobs.QueueSettings{Name: "mail", Paused: true, ZombieTimeoutSeconds: 120, ExecutionTimeoutSeconds: 30}
+		want := jobs.QueueSettings{Name: "mail", Paused: true, ZombieTimeout: 2 * time.Minute, ExecutionTimeout: 30 * time.Second}
 		if s != want {
 			t.Fatalf("patched %+v, want %+v", s, want)
 		}

@@ -91,8 +91,8 @@ var rescueCases = []testCase{
 		}
 	}},
 	{"Phase2UsesPerQueueTimeoutBesideGlobal", func(t *testing.T, h *Harness) {
-		setQueue(t, h, "fast", jobs.QueueUpdate{ZombieTimeoutSeconds: intp(60)})
-		setQueue(t, h, "slow", jobs.QueueUpdate{ZombieTimeoutSeconds: intp(3600)})
+		setQueue(t, h, "fast", jobs.QueueUpdate{ZombieTimeout: secs(60)})
+		setQueue(t, h, "slow", jobs.QueueUpdate{ZombieTimeout: secs(3600)})
 		fast := running(t, h, jobs.EnqueueParams{Queue: "fast"})
 		slow := running(t, h, jobs.EnqueueParams{Queue: "slow"})
 		plain := running(t, h, jobs.EnqueueParams{})
@@ -110,7 +110,7 @@ var rescueCases = []testCase{
 		}
 	}},
 	{"Phase3DeadLettersPastDeadlineEvenWhileHeartbeating", func(t *testing.T, h *Harness) {
-		setQueue(t, h, "hang", jobs.QueueUpdate{ExecutionTimeoutSeconds: intp(120)})
+		setQueue(t, h, "hang", jobs.QueueUpdate{ExecutionTimeout: secs(120)})
 		j := running(t, h, jobs.EnqueueParams{Queue: "hang"})
 		other := running(t, h, jobs.EnqueueParams{})
 		for range 2 {

@@ -250,6 +250,9 @@ func rescuedIDs(rs []jobs.Rescued) []int64 {
 
 func intp(n int) *int { return &n }
 
+// secs is a queue timeout of n seconds.
+func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
+
 func boolp(b bool) *bool { return &b }
 
 // closeTo reports whether two store instants are within tolerance. Stores

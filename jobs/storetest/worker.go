@@ -24,7 +24,7 @@ var workerCases = []testCase{
 		}
 	}},
 	{"StartUsesTheQueueExecutionTimeout", func(t *testing.T, h *Harness) {
-		setQueue(t, h, "slow", jobs.QueueUpdate{ExecutionTimeoutSeconds: intp(90)})
+		setQueue(t, h, "slow", jobs.QueueUpdate{ExecutionTimeout: secs(90)})
 		enqueue(t, h, jobs.EnqueueParams{Queue: "slow"})
 		st := start(t, h, claimOne(t, h, "slow").Ref())
 		if st.Timeout != 90*time.Second || !closeTo(st.DeadlineAt, st.StartedAt.Add(90*time.Second), time.Millisecond) {
