@@ -227,8 +227,8 @@ func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
 	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
 		s := c.QueueSettings[name]
 		out[name] = jobs.QueueUpdate{
-			Paused:                  clonePtr(s.Paused),
-			MaxWorkers:              clonePtr(s.MaxWorkers),
+			Paused:           clonePtr(s.Paused),
+			MaxWorkers:       clonePtr(s.MaxWorkers),
 			ZombieTimeout:    clonePtr(s.ZombieTimeout),
 			ExecutionTimeout: clonePtr(s.ExecutionTimeout),
 		}

@@ -155,8 +155,12 @@ var yamlCases = []struct {
 	{"Recovery.ProcessingZombieTimeout", "1.00:00:00", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 24 * time.Hour }},
 	{"QueueSettings.Mail.Paused", "true", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{Paused: ptr(true)} }},
 	{"QueueSettings.Mail.MaxWorkers", "2", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{MaxWorkers: ptr(2)} }},
-	{"QueueSettings.Mail.ZombieTimeoutSeconds", "300", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(300) * time.Second)} }},
-	{"QueueSettings.Mail.ExecutionTimeoutSeconds", "0", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{ExecutionTimeout: ptr(time.Duration(0) * time.Second)} }},
+	{"QueueSettings.Mail.ZombieTimeoutSeconds", "300", func(c *Config) {
+		c.QueueSettings["Mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(300) * time.Second)}
+	}},
+	{"QueueSettings.Mail.ExecutionTimeoutSeconds", "0", func(c *Config) {
+		c.QueueSettings["Mail"] = QueueSetting{ExecutionTimeout: ptr(time.Duration(0) * time.Second)}
+	}},
 	{"FetchedJobTimeoutSeconds", "300", func(c *Config) { c.Recovery.FetchedJobTimeout = 5 * time.Minute }},
 	{"ZombieTimeoutSeconds", "1200", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 20 * time.Minute }},
 	{"MaxRetries", "5", func(c *Config) { c.Retry.MaxAttempts = 5 }},

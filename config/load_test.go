@@ -178,15 +178,23 @@ func TestDurationForms(t *testing.T) {
 		{name: "Go form for a Seconds alias", yaml: "ChokaQ:\n  RetryDelaySeconds: 1500ms\n",
 			want: func(c *Config) { c.Retry.BaseDelay = 1500 * time.Millisecond }},
 		{name: "integer for a queue Seconds key", yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      ZombieTimeoutSeconds: 90\n",
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(90) * time.Second)} }},
+			want: func(c *Config) {
+				c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(90) * time.Second)}
+			}},
 		{name: "Go form for a queue Seconds key", yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      ExecutionTimeoutSeconds: 1m30s\n",
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ExecutionTimeout: ptr(time.Duration(90) * time.Second)} }},
+			want: func(c *Config) {
+				c.QueueSettings["mail"] = QueueSetting{ExecutionTimeout: ptr(time.Duration(90) * time.Second)}
+			}},
 		{name: ".NET form for a queue Seconds key", yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      ZombieTimeoutSeconds: 1.00:00:00\n",
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(86400) * time.Second)} }},
+			want: func(c *Config) {
+				c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(86400) * time.Second)}
+			}},
 		{name: "environment, .NET form", env: []string{"CHOKAQ__EXECUTION__SHUTDOWNTIMEOUT=00:02:00"},
 			want: func(c *Config) { c.Execution.ShutdownTimeout = 2 * time.Minute }},
 		{name: "environment, integer for a queue Seconds key", env: []string{"CHOKAQ__QUEUESETTINGS__MAIL__ZOMBIETIMEOUTSECONDS=120"},
-			want: func(c *Config) { c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(120) * time.Second)} }},
+			want: func(c *Config) {
+				c.QueueSettings["mail"] = QueueSetting{ZombieTimeout: ptr(time.Duration(120) * time.Second)}
+			}},
 
 		{name: "integer refused for a duration key", yaml: nested("Execution.PollInterval", "90"),
 			wantErr: []string{"ChokaQ.Execution.PollInterval = 90", "90s", "00:01:30"}},
