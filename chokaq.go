@@ -2,7 +2,6 @@ package chokaq
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
-	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
@@ -22,20 +20,24 @@ import (
 )
 
 var (
+	// ErrNoStore is returned by New when the Config names no store: neither
+	// Store nor ConnectionString. There is no silent in-memory fallback: a
+	// service whose connection string went missing would accept jobs and
+	// lose them at its next restart. Pass memstore.New() to mean memory.
+	ErrNoStore = errors.New("chokaq: no store: set Config.ConnectionString (SQL Server) or Config.Store (for example memstore.New())")
 	// ErrTxUnsupported is returned by EnqueueTx when the store is not SQL Server.
 	ErrTxUnsupported = errors.New("chokaq: EnqueueTx needs the SQL Server store")
-	// ErrAlreadyStarted is returned by Start on a Client that runs.
-	ErrAlreadyStarted = errors.New("chokaq: client already started")
 	// ErrClientStopped is returned by Start on a Client that was stopped: a
 	// Client runs once (its pool is closed at Stop); build a new one.
 	ErrClientStopped = errors.New("chokaq: client stopped; create a new one with New")
 )
 
-// Config builds a Client.
+// Config builds a Client. It must name a store: Store, or ConnectionString.
 type Config struct {
-	// Store, when set, is used as is. Otherwise the Client opens SQL Server
-	// when ConnectionString is set, else an in-memory store.
-	Store            jobs.Store
+	// Store, when set, is used as is (memstore.New() for an in-memory
+	// store). Otherwise the Client opens SQL Server at ConnectionString.
+	Store jobs.Store
+	// ConnectionString is a go-mssqldb DSN, used when Store is nil.
 	ConnectionString string
 	// Schema is the SQL Server schema (default "chokaq").
 	Schema string
@@ -96,7 +98,8 @@ const (
 )
 
 // New builds a Client; it connects to SQL Server if configured, but starts
-// nothing. reg may be nil when DisableProcessor is set.
+// nothing. reg may be nil when DisableProcessor is set (an enqueue-only
+// client, or a rescue-only maintenance process).
 func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
@@ -125,7 +128,9 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	case cfg.Store != nil:
 		c.store = cfg.Store
 		c.sql, _ = cfg.Store.(*sqlserver.Store)
-	case cfg.ConnectionString != "":
+	case cfg.ConnectionString == "":
+		return nil, ErrNoStore
+	default:
 		if cfg.Migrate {
 			if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
 				return nil, fmt.Errorf("chokaq: migrate: %w", redact.Error(err, cfg.ConnectionString))
@@ -137,8 +142,6 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 			return nil, fmt.Errorf("chokaq: %w", err)
 		}
 		c.store, c.sql = s, s
-	default:
-		c.store = memstore.New(memstore.WithLimits(cfg.Limits))
 	}
 
 	pc := cfg.Processor
@@ -208,7 +211,7 @@ func (c *Client) Start(ctx context.Context) error {
 	defer c.mu.Unlock()
 	switch c.state {
 	case clientStarted:
-		return ErrAlreadyStarted
+		return fmt.Errorf("chokaq: client: %w", jobs.ErrAlreadyStarted)
 	case clientStopped:
 		return ErrClientStopped
 	}
@@ -248,12 +251,12 @@ func (c *Client) Stop(ctx context.Context) error {
 	c.state = clientStopped
 	var errs []error
 	if c.proc != nil {
-		if err := c.proc.Stop(ctx); err != nil && !errors.Is(err, processor.ErrNotRunning) {
+		if err := c.proc.Stop(ctx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {
 			errs = append(errs, err)
 		}
 	}
 	if c.rescuer != nil {
-		if err := c.rescuer.Stop(ctx); err != nil && !errors.Is(err, zombie.ErrNotRunning) {
+		if err := c.rescuer.Stop(ctx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {
 			errs = append(errs, err)
 		}
 	}
@@ -262,87 +265,6 @@ func (c *Client) Stop(ctx context.Context) error {
 	}
 	return errors.Join(errs...)
 }
-
-func (c *Client) withDefaults(p jobs.EnqueueParams) jobs.EnqueueParams {
-	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
-		p.MaxAttempts = c.cfg.DefaultMaxAttempts
-	}
-	return p
-}
-
-// Enqueue adds a job and wakes this process's processor.
-func (c *Client) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	p = c.withDefaults(p)
-	r, err := c.store.Enqueue(ctx, p)
-	if err == nil {
-		c.countEnqueued([]jobs.EnqueueParams{p}, []jobs.EnqueueResult{r})
-		c.notify()
-	}
-	return r, err
-}
-
-// EnqueueMany adds jobs atomically and wakes this process's processor.
-func (c *Client) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
-	filled := make([]jobs.EnqueueParams, len(ps))
-	for i, p := range ps {
-		filled[i] = c.withDefaults(p)
-	}
-	r, err := c.store.EnqueueMany(ctx, filled)
-	if err == nil {
-		c.countEnqueued(filled, r)
-		c.notify()
-	}
-	return r, err
-}
-
-// EnqueueTx adds a job inside the caller's transaction: it exists if and
-// only if tx commits. SQL Server only.
-func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	if c.sql == nil {
-		return jobs.EnqueueResult{}, ErrTxUnsupported
-	}
-	p = c.withDefaults(p)
-	r, err := c.sql.EnqueueTx(ctx, tx, p)
-	if err == nil {
-		// Counted at insert: a job whose transaction later rolls back was
-		// counted anyway, since the Client never sees the commit.
-		c.countEnqueued([]jobs.EnqueueParams{p}, []jobs.EnqueueResult{r})
-	}
-	return r, err
-}
-
-// countEnqueued records the jobs an enqueue added; a duplicate of an
-// idempotency key added nothing.
-func (c *Client) countEnqueued(ps []jobs.EnqueueParams, rs []jobs.EnqueueResult) {
-	m := c.cfg.Telemetry
-	if m == nil {
-		return
-	}
-	type queueType struct{ queue, typ string }
-	added := map[queueType]int{}
-	for i, p := range ps {
-		if i >= len(rs) || rs[i].Duplicate {
-			continue
-		}
-		queue := p.Queue
-		if queue == "" {
-			queue = jobs.DefaultQueue
-		}
-		added[queueType{queue, p.Type}]++
-	}
-	for k, n := range added {
-		m.RecordEnqueued(k.queue, k.typ, n)
-	}
-}
-
-func (c *Client) notify() {
-	if c.proc != nil {
-		c.proc.Notify()
-	}
-}
-
-// Store returns the store, for operator reads and tests.
-func (c *Client) Store() jobs.Store { return c.store }
 
 // Processor returns the processor, nil when disabled.
 func (c *Client) Processor() *processor.Processor { return c.proc }

@@ -46,6 +46,10 @@ func sqlClient(t *testing.T, dsn, name string, reg *processor.Registry, tune fun
 	return c
 }
 
+type txArgs struct{ N int }
+
+func (txArgs) Kind() string { return "tx" }
+
 // TestSQLServerClientEnqueueTx: through the facade, a job enqueued in the
 // caller's transaction never runs if the caller rolls back, and runs once
 // the caller commits.
@@ -53,7 +57,7 @@ func TestSQLServerClientEnqueueTx(t *testing.T) {
 	dsn, name := sqlservertest.NewSchema(t)
 	ran := make(chan int64, 4)
 	reg := processor.NewRegistry()
-	reg.MustHandle("tx", func(_ context.Context, j *processor.Job) error { ran <- j.ID; return nil })
+	chokaq.MustHandle(reg, func(_ context.Context, j *chokaq.Job, _ txArgs) error { ran <- j.ID; return nil })
 	reader := sdkmetric.NewManualReader()
 	m, err := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
 	if err != nil {
@@ -72,7 +76,7 @@ func TestSQLServerClientEnqueueTx(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := c.EnqueueTx(ctx, tx, jobs.EnqueueParams{Type: "tx"})
+		r, err := c.EnqueueTx(ctx, tx, txArgs{N: 1}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -85,7 +89,7 @@ func TestSQLServerClientEnqueueTx(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !commit {
-			if _, err := c.Store().GetJob(ctx, r.ID); !errors.Is(err, jobs.ErrJobNotFound) {
+			if _, err := c.GetJob(ctx, r.ID); !errors.Is(err, jobs.ErrJobNotFound) {
 				t.Fatalf("rolled-back job %d: GetJob = %v, want ErrNotFound", r.ID, err)
 			}
 			continue

@@ -15,6 +15,7 @@ import (
 
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -44,7 +45,9 @@ func TestClientRecordsTelemetry(t *testing.T) {
 		var userRescues, userSweeps atomic.Int64
 		reg := processor.NewRegistry()
 		reg.MustHandle("ok", func(context.Context, *processor.Job) error { return nil })
+		store := memstore.New()
 		c, err := chokaq.New(ctx, chokaq.Config{
+			Store:     store,
 			Telemetry: m,
 			Processor: processor.Config{Queues: []string{"default", "mail"}, Observer: obs, PollInterval: 100 * time.Millisecond},
 			Rescue: zombie.Config{ScanInterval: 10 * time.Second, FetchedJobTimeout: time.Minute,
@@ -56,20 +59,20 @@ func TestClientRecordsTelemetry(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A billing job claimed by a worker that vanished: phase 1's work.
-		if _, err := c.Enqueue(ctx, jobs.EnqueueParams{Queue: "billing", Type: "invoice"}); err != nil {
+		if _, err := c.EnqueueRaw(ctx, jobs.EnqueueParams{Queue: "billing", Type: "invoice"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Store().Claim(ctx, jobs.ClaimParams{WorkerID: "vanished", Queues: []string{"billing"}, Limit: 1}); err != nil {
+		if _, err := store.Claim(ctx, jobs.ClaimParams{WorkerID: "vanished", Queues: []string{"billing"}, Limit: 1}); err != nil {
 			t.Fatal(err)
 		}
 		// Enqueued before Start, so the first job of a key is still active
 		// (not yet archived) when its duplicate arrives.
 		for _, key := range []string{"", "k", "k"} {
-			if _, err := c.Enqueue(ctx, jobs.EnqueueParams{Type: "ok", IdempotencyKey: key}); err != nil {
+			if _, err := c.EnqueueRaw(ctx, jobs.EnqueueParams{Type: "ok", IdempotencyKey: key}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := c.EnqueueMany(ctx, []jobs.EnqueueParams{{Queue: "mail", Type: "ok"}, {Queue: "mail", Type: "ok", IdempotencyKey: "m"}, {Queue: "mail", Type: "ok", IdempotencyKey: "m"}}); err != nil {
+		if _, err := c.EnqueueRawMany(ctx, []jobs.EnqueueParams{{Queue: "mail", Type: "ok"}, {Queue: "mail", Type: "ok", IdempotencyKey: "m"}, {Queue: "mail", Type: "ok", IdempotencyKey: "m"}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Start(ctx); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/zombie"
 )
@@ -17,6 +18,7 @@ func TestClientWritesQueueSettingsAtStart(t *testing.T) {
 	ctx := context.Background()
 	max := 2
 	c, err := chokaq.New(ctx, chokaq.Config{
+		Store:            memstore.New(),
 		DisableProcessor: true,
 		Queues:           map[string]jobs.QueueUpdate{"mail": {MaxWorkers: &max}},
 	}, nil)
@@ -27,7 +29,7 @@ func TestClientWritesQueueSettingsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop(ctx)
-	qs, err := c.Store().Queues(ctx)
+	qs, err := c.Queues(ctx)
 	if err != nil || len(qs) != 1 || qs[0].MaxWorkers != 2 {
 		t.Fatalf("queues %+v %v", qs, err)
 	}
@@ -38,20 +40,23 @@ func TestClientWritesQueueSettingsAtStart(t *testing.T) {
 
 func TestClientRefusesWhatItsStoreCannotDo(t *testing.T) {
 	ctx := context.Background()
-	if _, err := chokaq.New(ctx, chokaq.Config{}, nil); err == nil {
+	if _, err := chokaq.New(ctx, chokaq.Config{}, processor.NewRegistry()); !errors.Is(err, chokaq.ErrNoStore) {
+		t.Fatalf("no store and no connection string: %v, want ErrNoStore (no silent in-memory fallback)", err)
+	}
+	if _, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New()}, nil); err == nil {
 		t.Fatal("a processor without a registry was accepted")
 	}
-	if _, err := chokaq.New(ctx, chokaq.Config{SingleRescuer: true}, processor.NewRegistry()); err == nil {
+	if _, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), SingleRescuer: true}, processor.NewRegistry()); err == nil {
 		t.Fatal("SingleRescuer accepted on the in-memory store")
 	}
-	c, err := chokaq.New(ctx, chokaq.Config{}, processor.NewRegistry())
+	c, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New()}, processor.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.EnqueueTx(ctx, nil, jobs.EnqueueParams{Type: "t"}); !errors.Is(err, chokaq.ErrTxUnsupported) {
+	if _, err := c.EnqueueRawTx(ctx, nil, jobs.EnqueueParams{Type: "t"}); !errors.Is(err, chokaq.ErrTxUnsupported) {
 		t.Fatalf("EnqueueTx on memory: %v", err)
 	}
-	if _, err := chokaq.New(ctx, chokaq.Config{Processor: processor.Config{Concurrency: -1}}, processor.NewRegistry()); err == nil {
+	if _, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), Processor: processor.Config{Concurrency: -1}}, processor.NewRegistry()); err == nil {
 		t.Fatal("bad processor config accepted")
 	}
 }
@@ -60,6 +65,7 @@ func TestClientRefusesTimeoutsThatFight(t *testing.T) {
 	ctx := context.Background()
 	reg := processor.NewRegistry()
 	_, err := chokaq.New(ctx, chokaq.Config{
+		Store:     memstore.New(),
 		Processor: processor.Config{ReleaseAfter: 90 * time.Second},
 		Rescue:    zombie.Config{FetchedJobTimeout: 2 * time.Minute},
 	}, reg)
@@ -70,13 +76,14 @@ func TestClientRefusesTimeoutsThatFight(t *testing.T) {
 		t.Fatalf("not a *jobs.SettingError naming ReleaseAfter: %#v", err)
 	}
 	_, err = chokaq.New(ctx, chokaq.Config{
+		Store:     memstore.New(),
 		Processor: processor.Config{HeartbeatIntervalMin: 10 * time.Second, HeartbeatIntervalMax: 30 * time.Second},
 		Rescue:    zombie.Config{ProcessingZombieTimeout: time.Minute},
 	}, reg)
 	if err == nil || !strings.Contains(err.Error(), "3 x processor.HeartbeatIntervalMax") {
 		t.Fatalf("zombie timeout under 3 heartbeats: %v", err)
 	}
-	if _, err := chokaq.New(ctx, chokaq.Config{Rescue: zombie.Config{ProcessingZombieTimeout: time.Minute}}, reg); err != nil {
+	if _, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), Rescue: zombie.Config{ProcessingZombieTimeout: time.Minute}}, reg); err != nil {
 		t.Fatalf("a 1m zombie timeout with 12s heartbeats: %v", err)
 	}
 }
@@ -85,14 +92,14 @@ func TestClientRefusesTimeoutsThatFight(t *testing.T) {
 // after Stop is refused with its own error, not a sub-package's.
 func TestClientLifecycle(t *testing.T) {
 	ctx := context.Background()
-	c, err := chokaq.New(ctx, chokaq.Config{}, processor.NewRegistry())
+	c, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New()}, processor.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Start(ctx); !errors.Is(err, chokaq.ErrAlreadyStarted) {
+	if err := c.Start(ctx); !errors.Is(err, jobs.ErrAlreadyStarted) {
 		t.Fatalf("second Start: %v, want ErrAlreadyStarted", err)
 	}
 	if err := c.Stop(ctx); err != nil {
@@ -134,7 +141,7 @@ func TestCheckConfig(t *testing.T) {
 		if _, ok := errors.AsType[*jobs.SettingError](err); !ok {
 			t.Errorf("%s: %T is not a *jobs.SettingError", c.name, err)
 		}
-		_, nerr := chokaq.New(context.Background(), chokaq.Config{Processor: c.p, Rescue: c.r, Queues: c.queues}, processor.NewRegistry())
+		_, nerr := chokaq.New(context.Background(), chokaq.Config{Store: memstore.New(), Processor: c.p, Rescue: c.r, Queues: c.queues}, processor.NewRegistry())
 		if nerr == nil || !strings.Contains(nerr.Error(), c.want) {
 			t.Errorf("%s: New = %v, want %q", c.name, nerr, c.want)
 		}

@@ -1,14 +1,27 @@
-// Package chokaq is the front door of chokaq-go: one Client that builds the
-// store, the processor and the rescue loop from a Config, so a Go service
-// embeds a SQL Server-backed job system in a few lines.
+// Package chokaq is the front door of chokaq-go, a job processor for Go
+// services whose durable store is SQL Server: one Client that builds the
+// store, the processor and the rescue loop from a Config, and everything a
+// handler author needs, so a service embeds it with one import of this
+// module besides its store.
 //
-//	reg := processor.NewRegistry()
-//	processor.HandleJSON(reg, "mail.send", sendMail)
+// A job's kind is its arguments' type:
+//
+//	type WelcomeArgs struct{ Email string `json:"email"` }
+//
+//	func (WelcomeArgs) Kind() string { return "mail.welcome" }
+//
+//	reg := chokaq.NewRegistry()
+//	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, a WelcomeArgs) error {
+//		return sendWelcome(ctx, a.Email) // or chokaq.Permanent(err): no retry
+//	})
 //	client, err := chokaq.New(ctx, chokaq.Config{ConnectionString: dsn, Migrate: true}, reg)
-//	if err := client.Start(ctx); err != nil { ... }
+//	...
+//	err = client.Start(ctx)
 //	defer client.Stop(context.Background())
-//	client.Enqueue(ctx, jobs.EnqueueParams{Type: "mail.send", Payload: body})
+//	client.Enqueue(ctx, WelcomeArgs{Email: "ada@example.com"}, nil)
 //
-// Without a connection string the Client runs on the in-memory store, which
-// is what demos and tests want.
+// New refuses a Config that names no store (ErrNoStore); tests and demos
+// pass Store: memstore.New(). The engine lives in packages processor
+// (workers, heartbeats, outcomes) and zombie (rescue); the contract every
+// store keeps is docs/design.md, checked by jobs/storetest.
 package chokaq

@@ -2,45 +2,191 @@ package chokaq_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/chokaqtest"
 	"github.com/chokaq/chokaq-go/jobs"
-	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 )
 
-// Embedding chokaq-go: register a typed handler, start the client, enqueue.
-// With a ConnectionString (and Migrate: true) the same code runs on SQL
-// Server; without one it runs on the in-memory store.
+// WelcomeArgs are the arguments of a welcome mail job; Kind names the job
+// type at both ends, enqueue and handler.
+type WelcomeArgs struct {
+	Email string `json:"email"`
+}
+
+func (WelcomeArgs) Kind() string { return "mail.welcome" }
+
+// Embedding chokaq-go: register a typed handler, start the client,
+// enqueue. The README's quick start is this example. On SQL Server, pass
+// ConnectionString (and Migrate: true) instead of Store.
 func Example() {
-	type welcome struct {
-		Email string `json:"email"`
-	}
-	done := make(chan string, 1)
-	reg := processor.NewRegistry()
-	_ = processor.HandleJSON(reg, "mail.welcome", func(ctx context.Context, job *processor.Job, w welcome) error {
-		done <- fmt.Sprintf("sent welcome mail to %s (attempt %d)", w.Email, job.Attempt)
+	ctx := context.Background()
+	sent := make(chan string, 1)
+
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error {
+		sent <- fmt.Sprintf("welcome mail to %s (attempt %d)", args.Email, job.Attempt)
 		return nil
 	})
 
-	ctx := context.Background()
-	client, err := chokaq.New(ctx, chokaq.Config{Processor: processor.Config{PollInterval: 50 * time.Millisecond}}, reg)
+	client, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New()}, reg)
 	if err != nil {
 		panic(err)
 	}
 	if err := client.Start(ctx); err != nil {
 		panic(err)
 	}
-	defer client.Stop(ctx)
+	defer client.Stop(context.Background())
 
-	if _, err := client.Enqueue(ctx, jobs.EnqueueParams{
-		Type:           "mail.welcome",
-		Payload:        []byte(`{"email":"ada@example.com"}`),
-		IdempotencyKey: "welcome-ada",
-	}); err != nil {
+	if _, err := client.Enqueue(ctx, WelcomeArgs{Email: "ada@example.com"}, nil); err != nil {
 		panic(err)
 	}
-	fmt.Println(<-done)
-	// Output: sent welcome mail to ada@example.com (attempt 1)
+	fmt.Println(<-sent)
+	// Output: welcome mail to ada@example.com (attempt 1)
+}
+
+// ReportArgs bring their own defaults: every report job goes to the
+// "reports" queue with three attempts at most, unless the enqueue says
+// otherwise.
+type ReportArgs struct {
+	Month string `json:"month"`
+}
+
+func (ReportArgs) Kind() string { return "reports.monthly" }
+
+func (ReportArgs) EnqueueOpts() chokaq.EnqueueOpts {
+	return chokaq.EnqueueOpts{Queue: "reports", MaxAttempts: 3}
+}
+
+// Options given to Enqueue override the Args' own defaults field by field.
+func ExampleArgsWithOpts() {
+	ctx := context.Background()
+	client, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), DisableProcessor: true, DisableRescue: true}, nil)
+	if err != nil {
+		panic(err)
+	}
+	a, _ := client.Enqueue(ctx, ReportArgs{Month: "2026-11"}, nil)
+	b, _ := client.Enqueue(ctx, ReportArgs{Month: "2026-12"}, &chokaq.EnqueueOpts{Priority: 10, Delay: time.Hour})
+	for _, id := range []int64{a.ID, b.ID} {
+		j, _ := client.GetJob(ctx, id)
+		fmt.Printf("%s on %s: priority %d, %d attempts, payload %s\n", j.Type, j.Queue, j.Priority, j.MaxAttempts, j.Payload)
+	}
+	// Output:
+	// reports.monthly on reports: priority 0, 3 attempts, payload {"month":"2026-11"}
+	// reports.monthly on reports: priority 10, 3 attempts, payload {"month":"2026-12"}
+}
+
+// An idempotency key is unique among active jobs: enqueueing it again
+// returns the first job, marked Duplicate, and adds nothing. EnqueueMany
+// adds all its jobs or none.
+func ExampleClient_EnqueueMany() {
+	ctx := context.Background()
+	client, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), DisableProcessor: true, DisableRescue: true}, nil)
+	if err != nil {
+		panic(err)
+	}
+	key := &chokaq.EnqueueOpts{IdempotencyKey: "welcome:ada"}
+	rs, err := client.EnqueueMany(ctx,
+		chokaq.EnqueueItem{Args: WelcomeArgs{Email: "ada@example.com"}, Opts: key},
+		chokaq.EnqueueItem{Args: WelcomeArgs{Email: "bob@example.com"}},
+		chokaq.EnqueueItem{Args: WelcomeArgs{Email: "ada@example.com"}, Opts: key},
+	)
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range rs {
+		fmt.Printf("job %d duplicate=%v\n", r.ID, r.Duplicate)
+	}
+	n, _ := client.CountJobs(ctx, jobs.TableHot, jobs.Filter{})
+	fmt.Println("jobs:", n)
+	// Output:
+	// job 1 duplicate=false
+	// job 2 duplicate=false
+	// job 1 duplicate=true
+	// jobs: 2
+}
+
+// EnqueueTx adds a job in the caller's own SQL Server transaction: the job
+// exists if and only if the order row does, so no order goes without its
+// mail and no mail goes out for an order that rolled back. (Not run: it
+// needs SQL Server.)
+func ExampleClient_EnqueueTx() {
+	placeOrder := func(ctx context.Context, db *sql.DB, client *chokaq.Client, email string) error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback() // a no-op after Commit
+		if _, err := tx.ExecContext(ctx, `INSERT INTO dbo.Orders (Email) VALUES (@p1)`, email); err != nil {
+			return err
+		}
+		if _, err := client.EnqueueTx(ctx, tx, WelcomeArgs{Email: email}, nil); err != nil {
+			return err
+		}
+		return tx.Commit()
+	}
+	_ = placeOrder
+}
+
+// A handler returns Permanent(err) for a failure no retry can fix: the job
+// goes to the dead-letter queue at once, with reason Fatal, instead of
+// using up its attempts.
+func ExamplePermanent() {
+	ctx := context.Background()
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error {
+		if args.Email == "" {
+			return chokaq.Permanent(errors.New("no address to send to"))
+		}
+		return nil
+	})
+	w, err := chokaqtest.NewWorker(ctx, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	o, err := w.Work(ctx, WelcomeArgs{}, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(o.Outcome, o.Reason, "after", o.Attempt, "attempt:", o.Job.ErrorDetails)
+	// Output: dead_lettered Fatal after 1 attempt: permanent: no address to send to
+}
+
+// Resurrect brings dead letters back to Pending, with their attempts reset
+// and their IDs kept, once the cause is fixed.
+func ExampleClient_Resurrect() {
+	ctx := context.Background()
+	mailServerUp := false
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error {
+		if !mailServerUp {
+			return errors.New("mail server unreachable")
+		}
+		return nil
+	})
+	w, err := chokaqtest.NewWorker(ctx, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	o, _ := w.Work(ctx, WelcomeArgs{Email: "ada@example.com"}, &chokaq.EnqueueOpts{MaxAttempts: 1})
+	fmt.Println("first run:", o.Outcome, o.Reason)
+
+	mailServerUp = true
+	client := w.Client()
+	n, err := client.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{Type: WelcomeArgs{}.Kind()}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("resurrected:", n)
+	o, _ = w.WorkJob(ctx, o.Job.ID)
+	fmt.Println("second run:", o.Outcome, "attempt", o.Attempt)
+	// Output:
+	// first run: dead_lettered MaxRetriesExceeded
+	// resurrected: 1
+	// second run: succeeded attempt 1
 }

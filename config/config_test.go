@@ -355,11 +355,11 @@ func TestClientConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := client.Enqueue(context.Background(), jobs.EnqueueParams{Type: "t", Queue: "mail"})
+	r, err := client.EnqueueRaw(context.Background(), jobs.EnqueueParams{Type: "t", Queue: "mail"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j, _ := client.Store().GetJob(context.Background(), r.ID); j.MaxAttempts != 7 {
+	if j, _ := client.GetJob(context.Background(), r.ID); j.MaxAttempts != 7 {
 		t.Fatalf("Retry.MaxAttempts did not become the enqueue default: %d", j.MaxAttempts)
 	}
 }

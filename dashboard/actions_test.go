@@ -455,7 +455,7 @@ func TestQueueActions(t *testing.T) {
 func TestStoreFailuresAreReported(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
-	fs := &failingStore{Store: f.store}
+	fs := &failingStore{Admin: f.store}
 	d, err := New(fs, Options{Logger: f.dash.log})
 	if err != nil {
 		t.Fatal(err)
@@ -486,7 +486,7 @@ func TestStoreFailuresAreReported(t *testing.T) {
 }
 
 type failingStore struct {
-	jobs.Store
+	jobs.Admin
 	fail atomic.Bool
 }
 
@@ -501,19 +501,19 @@ func (s *failingStore) QueueStats(ctx context.Context) ([]jobs.QueueStats, error
 	if err := s.err(); err != nil {
 		return nil, err
 	}
-	return s.Store.QueueStats(ctx)
+	return s.Admin.QueueStats(ctx)
 }
 
 func (s *failingStore) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
 	if err := s.err(); err != nil {
 		return jobs.JobPage{}, err
 	}
-	return s.Store.ListJobs(ctx, p)
+	return s.Admin.ListJobs(ctx, p)
 }
 
 func (s *failingStore) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	if err := s.err(); err != nil {
 		return nil, err
 	}
-	return s.Store.GetJob(ctx, id)
+	return s.Admin.GetJob(ctx, id)
 }

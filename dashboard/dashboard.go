@@ -86,7 +86,7 @@ const DefaultMaxStreams = 100
 // Dashboard serves the dashboard pages, actions and live events. Create it
 // with New; Close stops its background polling and ends open event streams.
 type Dashboard struct {
-	store   jobs.Store
+	store   jobs.Admin
 	opts    Options
 	base    string // BasePath without a trailing slash; "" for the root
 	log     *zap.Logger
@@ -114,7 +114,7 @@ type Dashboard struct {
 var _ http.Handler = (*Dashboard)(nil)
 
 // New returns a dashboard over store.
-func New(store jobs.Store, opts Options) (*Dashboard, error) {
+func New(store jobs.Admin, opts Options) (*Dashboard, error) {
 	if store == nil {
 		return nil, errors.New("dashboard: nil store")
 	}

@@ -295,7 +295,7 @@ func TestRequireAuthGuardsOtherHandlers(t *testing.T) {
 // arrivingStore runs a function once, right after the next CountJobs: a
 // change that lands between the confirmation's count and the action.
 type arrivingStore struct {
-	jobs.Store
+	jobs.Admin
 	mu    sync.Mutex
 	after func()
 }
@@ -307,7 +307,7 @@ func (s *arrivingStore) arm(fn func()) {
 }
 
 func (s *arrivingStore) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int64, error) {
-	n, err := s.Store.CountJobs(ctx, t, f)
+	n, err := s.Admin.CountJobs(ctx, t, f)
 	s.mu.Lock()
 	fn := s.after
 	s.after = nil
@@ -337,7 +337,7 @@ func confirmForm(t *testing.T, r response) url.Values {
 func TestBulkTouchesExactlyTheRowsConfirmed(t *testing.T) {
 	var store *arrivingStore
 	f := newFixture(t, Options{}, func(d *Dashboard) {
-		store = &arrivingStore{Store: d.store}
+		store = &arrivingStore{Admin: d.store}
 		d.store = store
 	})
 	die := func(n int) []int64 {
@@ -694,7 +694,7 @@ func TestSecureCookies(t *testing.T) {
 func TestStoreErrorsReachOnlyTheLog(t *testing.T) {
 	var fs *failingStore
 	f := newFixture(t, Options{}, func(d *Dashboard) {
-		fs = &failingStore{Store: d.store}
+		fs = &failingStore{Admin: d.store}
 		d.store = fs
 	})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -727,7 +727,7 @@ func (s *failingStore) UpdateQueue(ctx context.Context, name string, u jobs.Queu
 	if err := s.err(); err != nil {
 		return jobs.QueueSettings{}, err
 	}
-	return s.Store.UpdateQueue(ctx, name, u)
+	return s.Admin.UpdateQueue(ctx, name, u)
 }
 
 // W9: a form that trickles in is cut off; a big one is refused.

@@ -20,6 +20,15 @@ var (
 	// ErrEmptyFilter refuses a bulk resurrect or purge that names no filter
 	// and does not set All.
 	ErrEmptyFilter = errors.New("jobs: refusing to act on every job: the filter is empty (set All to mean it)")
+
+	// ErrNotRunning is wrapped by Stop of anything chokaq-go runs (a
+	// processor, a rescue loop) that was never started.
+	ErrNotRunning = errors.New("not running")
+
+	// ErrAlreadyStarted is wrapped by Start of anything chokaq-go runs (a
+	// Client, a processor, a rescue loop) that was started before: each
+	// runs once.
+	ErrAlreadyStarted = errors.New("already started")
 )
 
 // ValidationError names the field, the offending value and the rule it broke.

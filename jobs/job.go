@@ -144,6 +144,19 @@ type Job struct {
 	ErrorDetails  string        // DLQ only
 }
 
+// ClaimsBefore reports whether due job a is claimed before due job b of
+// the same queue: higher Priority first, then earlier ScheduledAt, then
+// lower ID. Every store claims in this order.
+func ClaimsBefore(a, b *Job) bool {
+	if a.Priority != b.Priority {
+		return a.Priority > b.Priority
+	}
+	if !a.ScheduledAt.Equal(b.ScheduledAt) {
+		return a.ScheduledAt.Before(b.ScheduledAt)
+	}
+	return a.ID < b.ID
+}
+
 // Ref returns the job's current lease reference.
 func (j *Job) Ref() LeaseRef { return LeaseRef{ID: j.ID, Lease: j.Lease} }
 

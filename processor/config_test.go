@@ -10,6 +10,7 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/zombie"
 )
 
 // Settings that would melt the store are refused with the setting, its
@@ -54,5 +55,43 @@ func TestConfigBounds(t *testing.T) {
 	}
 	if err := processor.DefaultConfig().Validate(); err != nil {
 		t.Errorf("DefaultConfig is refused: %v", err)
+	}
+}
+
+// Start and Stop say what is wrong with the call with the sentinels every
+// component of chokaq-go shares.
+func TestLifecycleErrors(t *testing.T) {
+	ctx := t.Context()
+	p, err := processor.New(memstore.New(), processor.NewRegistry(), processor.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Stop(ctx); !errors.Is(err, jobs.ErrNotRunning) {
+		t.Fatalf("Stop before Start: %v", err)
+	}
+	r, err := zombie.New(memstore.New(), zombie.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(ctx); !errors.Is(err, jobs.ErrNotRunning) {
+		t.Fatalf("rescue Stop before Start: %v", err)
+	}
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(ctx); !errors.Is(err, jobs.ErrAlreadyStarted) {
+		t.Fatalf("second Start: %v", err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); !errors.Is(err, jobs.ErrAlreadyStarted) {
+		t.Fatalf("second rescue Start: %v", err)
+	}
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,4 @@
-// Package processor runs jobs: it claims them from a jobs.Store into a
+// Package processor runs jobs: it claims them from a jobs.Worker into a
 // bounded prefetch buffer, starts each on one of Concurrency workers, keeps
 // it alive with jittered heartbeats coalesced into one store call per due
 // batch, and records its outcome (archive, retry with backoff, or

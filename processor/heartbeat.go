@@ -74,7 +74,7 @@ func (h *beatHeap) Pop() any {
 // often beats fall due, not with the number of jobs, and no job beats more
 // often than min.
 type heartbeater struct {
-	store     jobs.Store
+	store     jobs.Worker
 	min, max  time.Duration
 	window    time.Duration
 	retryWait time.Duration
@@ -98,7 +98,7 @@ type heartbeater struct {
 	failing     atomic.Bool
 }
 
-func newHeartbeater(store jobs.Store, cfg Config, stats *counters) *heartbeater {
+func newHeartbeater(store jobs.Worker, cfg Config, stats *counters) *heartbeater {
 	window := (cfg.HeartbeatIntervalMax - cfg.HeartbeatIntervalMin) / 2
 	if window <= 0 {
 		window = cfg.HeartbeatIntervalMin / 10

@@ -23,8 +23,6 @@ const (
 )
 
 var (
-	// ErrNotRunning is returned by Stop on a processor that is not running.
-	ErrNotRunning = errors.New("processor: not running")
 	// ErrHandlersAbandoned is returned by Stop when some handlers did not
 	// return within the shutdown grace: their jobs stay Processing and
 	// rescue dead-letters them once their heartbeats expire.
@@ -34,7 +32,7 @@ var (
 // Processor claims, runs and settles jobs. Create it with New, then Start
 // and Stop it once.
 type Processor struct {
-	store jobs.Store
+	store jobs.Worker
 	reg   *Registry
 	cfg   Config
 	log   *zap.Logger
@@ -69,7 +67,7 @@ type Processor struct {
 
 // New checks cfg and returns a processor over store that runs the handlers
 // of reg.
-func New(store jobs.Store, reg *Registry, cfg Config) (*Processor, error) {
+func New(store jobs.Worker, reg *Registry, cfg Config) (*Processor, error) {
 	if store == nil || reg == nil {
 		return nil, errors.New("processor: nil store or registry")
 	}
@@ -119,7 +117,7 @@ func (p *Processor) Start(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.started {
-		return errors.New("processor: already started")
+		return fmt.Errorf("processor: %w", jobs.ErrAlreadyStarted)
 	}
 	p.started = true
 	fetchCtx, cancelFetch := context.WithCancel(context.Background())
@@ -158,7 +156,7 @@ func (p *Processor) Stop(ctx context.Context) error {
 	switch {
 	case !p.started:
 		p.mu.Unlock()
-		return ErrNotRunning
+		return fmt.Errorf("processor: %w", jobs.ErrNotRunning)
 	case p.stopped:
 		done := p.stopDone
 		p.mu.Unlock()

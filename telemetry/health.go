@@ -20,7 +20,7 @@ type HealthConfig struct {
 	// Store must be reachable (Store.Now). When it also has a
 	// CheckSchema(ctx) error method (the SQL Server store), the schema must
 	// be at the version this build expects. Nil skips both checks.
-	Store jobs.Store
+	Store jobs.Admin
 	// Rescuer, when set, must have swept within two scan intervals; before
 	// its first sweep, within two intervals of NewHealth.
 	Rescuer *zombie.Rescuer

@@ -64,7 +64,7 @@ func (m *Metrics) OnSweep(res zombie.Result, err error) {
 // leads the rescue) clears the sample, so only the leader reports depth and
 // a fleet-wide max() is the queue's depth; a failed query clears it too,
 // since an old number would look current.
-func (m *Metrics) SampleDepthsAfterSweep(store jobs.Store, queues []string) func(zombie.Result, error) {
+func (m *Metrics) SampleDepthsAfterSweep(store jobs.Admin, queues []string) func(zombie.Result, error) {
 	queues = uniqueQueues(queues)
 	return func(res zombie.Result, _ error) {
 		if res.Skipped || len(queues) == 0 {
@@ -85,7 +85,7 @@ func (m *Metrics) SampleDepthsAfterSweep(store jobs.Store, queues []string) func
 
 // InstrumentRescue returns cfg with OnRescue, OnSweep and depth sampling of
 // queues hooked in, after any hooks the caller set.
-func (m *Metrics) InstrumentRescue(cfg zombie.Config, store jobs.Store, queues []string) zombie.Config {
+func (m *Metrics) InstrumentRescue(cfg zombie.Config, store jobs.Admin, queues []string) zombie.Config {
 	if user := cfg.OnRescue; user != nil {
 		cfg.OnRescue = func(phase zombie.Phase, r jobs.Rescued) {
 			user(phase, r)

@@ -21,9 +21,6 @@ type Leader interface {
 	Resign(ctx context.Context) error
 }
 
-// ErrNotRunning is returned by Stop on a Rescuer that is not running.
-var ErrNotRunning = errors.New("zombie: not running")
-
 // Config configures a Rescuer. Zero fields take DESIGN section 8's defaults.
 type Config struct {
 	ScanInterval            time.Duration // (1m)
@@ -294,7 +291,7 @@ func (r *Rescuer) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.started {
-		return errors.New("zombie: already started")
+		return fmt.Errorf("zombie: %w", jobs.ErrAlreadyStarted)
 	}
 	r.started = true
 	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -338,7 +335,7 @@ func (r *Rescuer) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	if !r.started || r.cancel == nil {
 		r.mu.Unlock()
-		return ErrNotRunning
+		return fmt.Errorf("zombie: %w", jobs.ErrNotRunning)
 	}
 	cancel, done := r.cancel, r.done
 	r.cancel = nil

@@ -249,7 +249,7 @@ const maxAsks = 5
 // longer holds, it says so and asks again. It returns how many were
 // confirmed and how many the action changed; fewer change when some left
 // the queue between the listing and the action, and it says so.
-func (a *app) bulkConfirmed(ctx context.Context, s jobs.Store, op string, f jobs.Filter, yes bool, payload []byte) (confirmed, done int, err error) {
+func (a *app) bulkConfirmed(ctx context.Context, s jobs.Admin, op string, f jobs.Filter, yes bool, payload []byte) (confirmed, done int, err error) {
 	sel, err := jobs.Preview(ctx, s, jobs.TableDLQ, f)
 	if err != nil {
 		return 0, 0, err
@@ -319,7 +319,7 @@ const bulkBatch = 500
 
 // bulk acts on ids, bulkBatch at a time, so the operator sees progress and
 // a failure reports how far it got.
-func (a *app) bulk(ctx context.Context, s jobs.Store, op string, ids []int64, payload []byte) (int, error) {
+func (a *app) bulk(ctx context.Context, s jobs.Admin, op string, ids []int64, payload []byte) (int, error) {
 	done := 0
 	for chunk := range slices.Chunk(ids, bulkBatch) {
 		var n int

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/zombie"
 )
@@ -57,7 +58,7 @@ func (a *app) rescueCommand() *cobra.Command {
 			<-cmd.Context().Done()
 			stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			if err := r.Stop(stopCtx); err != nil && !errors.Is(err, zombie.ErrNotRunning) {
+			if err := r.Stop(stopCtx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {
 				return err
 			}
 			c := r.Counters()

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/config"
+	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -99,7 +100,7 @@ func (a *app) serveMetrics(ctx context.Context, addr string) error {
 	stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	errs := []error{serveErr, srv.stop(stopCtx)}
-	if err := r.Stop(stopCtx); err != nil && !errors.Is(err, zombie.ErrNotRunning) {
+	if err := r.Stop(stopCtx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

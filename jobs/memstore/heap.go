@@ -30,15 +30,7 @@ func (h *jobHeap) peek() *jobs.Job  { return h.items[0] }
 
 // readyOrder is the SQL Server claim index order: priority descending, then
 // due time, then ID.
-func readyOrder(a, b *jobs.Job) bool {
-	if a.Priority != b.Priority {
-		return a.Priority > b.Priority
-	}
-	if !a.ScheduledAt.Equal(b.ScheduledAt) {
-		return a.ScheduledAt.Before(b.ScheduledAt)
-	}
-	return a.ID < b.ID
-}
+func readyOrder(a, b *jobs.Job) bool { return jobs.ClaimsBefore(a, b) }
 
 // dueOrder orders jobs that are not yet due by due time.
 func dueOrder(a, b *jobs.Job) bool {

@@ -1,0 +1,225 @@
+package chokaq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Args are a job's arguments: a value that encodes to JSON, whose Kind names
+// the job's type and so the handler that runs it. Kind must not depend on
+// the value (Handle calls it on the zero value):
+//
+//	type WelcomeArgs struct{ Email string `json:"email"` }
+//
+//	func (WelcomeArgs) Kind() string { return "mail.welcome" }
+type Args interface {
+	Kind() string
+}
+
+// ArgsWithOpts is Args that bring their own enqueue defaults, for example
+// the queue every job of their kind goes to. Options given to an Enqueue
+// call override them field by field.
+type ArgsWithOpts interface {
+	Args
+	EnqueueOpts() EnqueueOpts
+}
+
+// EnqueueOpts are the options of one enqueue. The zero value enqueues on
+// the default queue, due now, with the Client's default number of attempts.
+type EnqueueOpts struct {
+	// Queue defaults to "default".
+	Queue string
+	// Priority: higher runs first among due jobs of a queue (-1000 to 1000).
+	Priority int
+	// Delay postpones the job by this long on the store's clock; RunAt
+	// schedules it at an instant. Set one at most.
+	Delay time.Duration
+	RunAt time.Time
+	// MaxAttempts is how many executions the job may have; 0 is the
+	// Client's DefaultMaxAttempts.
+	MaxAttempts int
+	Tags        []string
+	// IdempotencyKey is unique among active jobs: enqueueing it again while
+	// the first job is active returns that job's ID, marked Duplicate.
+	IdempotencyKey string
+	// CreatedBy says who enqueued the job, for operators.
+	CreatedBy string
+}
+
+// merged is o over base: o's set fields win.
+func (o EnqueueOpts) merged(base EnqueueOpts) EnqueueOpts {
+	if o.Queue != "" {
+		base.Queue = o.Queue
+	}
+	if o.Priority != 0 {
+		base.Priority = o.Priority
+	}
+	if o.Delay != 0 {
+		base.Delay = o.Delay
+	}
+	if !o.RunAt.IsZero() {
+		base.RunAt = o.RunAt
+	}
+	if o.MaxAttempts != 0 {
+		base.MaxAttempts = o.MaxAttempts
+	}
+	if o.Tags != nil {
+		base.Tags = o.Tags
+	}
+	if o.IdempotencyKey != "" {
+		base.IdempotencyKey = o.IdempotencyKey
+	}
+	if o.CreatedBy != "" {
+		base.CreatedBy = o.CreatedBy
+	}
+	return base
+}
+
+// params encodes args into the store's form of a new job.
+func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
+	if args == nil {
+		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", &jobs.ValidationError{Field: "args", Value: nil, Rule: "must not be nil"})
+	}
+	kind := args.Kind()
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: encode the args of a %s job: %w", kind, err)
+	}
+	var o EnqueueOpts
+	if d, ok := args.(ArgsWithOpts); ok {
+		o = d.EnqueueOpts()
+	}
+	if opts != nil {
+		o = opts.merged(o)
+	}
+	return jobs.EnqueueParams{
+		Queue: o.Queue, Type: kind, Payload: payload, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt,
+		MaxAttempts: o.MaxAttempts, Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy,
+	}, nil
+}
+
+// Enqueue adds a job of args' kind, its payload args encoded as JSON, and
+// wakes this process's processor. opts may be nil.
+func (c *Client) Enqueue(ctx context.Context, args Args, opts *EnqueueOpts) (jobs.EnqueueResult, error) {
+	p, err := params(args, opts)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	return c.EnqueueRaw(ctx, p)
+}
+
+// EnqueueTx adds a job inside the caller's transaction: it exists if and
+// only if tx commits. SQL Server only (ErrTxUnsupported otherwise).
+func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, args Args, opts *EnqueueOpts) (jobs.EnqueueResult, error) {
+	p, err := params(args, opts)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	return c.EnqueueRawTx(ctx, tx, p)
+}
+
+// EnqueueItem is one job of EnqueueMany.
+type EnqueueItem struct {
+	Args Args
+	Opts *EnqueueOpts
+}
+
+// EnqueueMany adds jobs atomically, all or none, and returns their results
+// in order. A key repeated within the batch resolves to its first job.
+func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.EnqueueResult, error) {
+	ps := make([]jobs.EnqueueParams, len(items))
+	for i, it := range items {
+		p, err := params(it.Args, it.Opts)
+		if err != nil {
+			return nil, fmt.Errorf("item %d: %w", i, err)
+		}
+		ps[i] = p
+	}
+	return c.EnqueueRawMany(ctx, ps)
+}
+
+func (c *Client) withDefaults(p jobs.EnqueueParams) jobs.EnqueueParams {
+	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
+		p.MaxAttempts = c.cfg.DefaultMaxAttempts
+	}
+	return p
+}
+
+// EnqueueRaw adds a job given in the store's own form, for payloads that
+// are not JSON-encoded Args: bytes the caller carries.
+func (c *Client) EnqueueRaw(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	p = c.withDefaults(p)
+	r, err := c.store.Enqueue(ctx, p)
+	if err != nil {
+		return r, err // the store names itself
+	}
+	c.countEnqueued([]jobs.EnqueueParams{p}, []jobs.EnqueueResult{r})
+	c.notify()
+	return r, nil
+}
+
+// EnqueueRawTx is EnqueueTx of a job in the store's own form.
+func (c *Client) EnqueueRawTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	if c.sql == nil {
+		return jobs.EnqueueResult{}, ErrTxUnsupported
+	}
+	p = c.withDefaults(p)
+	r, err := c.sql.EnqueueTx(ctx, tx, p)
+	if err != nil {
+		return r, err // the store names itself
+	}
+	// Counted at insert: a job whose transaction later rolls back was
+	// counted anyway, since the Client never sees the commit.
+	c.countEnqueued([]jobs.EnqueueParams{p}, []jobs.EnqueueResult{r})
+	return r, nil
+}
+
+// EnqueueRawMany is EnqueueMany of jobs in the store's own form.
+func (c *Client) EnqueueRawMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
+	filled := make([]jobs.EnqueueParams, len(ps))
+	for i, p := range ps {
+		filled[i] = c.withDefaults(p)
+	}
+	r, err := c.store.EnqueueMany(ctx, filled)
+	if err != nil {
+		return r, err // the store names itself
+	}
+	c.countEnqueued(filled, r)
+	c.notify()
+	return r, nil
+}
+
+// countEnqueued records the jobs an enqueue added; a duplicate of an
+// idempotency key added nothing.
+func (c *Client) countEnqueued(ps []jobs.EnqueueParams, rs []jobs.EnqueueResult) {
+	m := c.cfg.Telemetry
+	if m == nil {
+		return
+	}
+	type queueType struct{ queue, typ string }
+	added := map[queueType]int{}
+	for i, p := range ps {
+		if i >= len(rs) || rs[i].Duplicate {
+			continue
+		}
+		queue := p.Queue
+		if queue == "" {
+			queue = jobs.DefaultQueue
+		}
+		added[queueType{queue, p.Type}]++
+	}
+	for k, n := range added {
+		m.RecordEnqueued(k.queue, k.typ, n)
+	}
+}
+
+func (c *Client) notify() {
+	if c.proc != nil {
+		c.proc.Notify()
+	}
+}

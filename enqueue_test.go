@@ -1,0 +1,103 @@
+package chokaq_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+)
+
+func enqueueOnly(t *testing.T) *chokaq.Client {
+	t.Helper()
+	c, err := chokaq.New(t.Context(), chokaq.Config{Store: memstore.New(), DisableProcessor: true, DisableRescue: true, DefaultMaxAttempts: 7}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// unencodable cannot be marshalled: a channel has no JSON form.
+type unencodable struct{ C chan int }
+
+func (unencodable) Kind() string { return "broken" }
+
+func TestEnqueueEncodesArgsAndTakesTheKindFromThem(t *testing.T) {
+	ctx := t.Context()
+	c := enqueueOnly(t)
+	r, err := c.Enqueue(ctx, WelcomeArgs{Email: "ada@example.com"}, &chokaq.EnqueueOpts{Tags: []string{"x"}, CreatedBy: "signup"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := c.GetJob(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Type != "mail.welcome" || string(j.Payload) != `{"email":"ada@example.com"}` || j.Queue != jobs.DefaultQueue ||
+		j.MaxAttempts != 7 || j.CreatedBy != "signup" || len(j.Tags) != 1 {
+		t.Fatalf("stored %+v", j)
+	}
+}
+
+// Args' own defaults apply field by field under the call's options.
+func TestEnqueueMergesArgsDefaultsUnderOptions(t *testing.T) {
+	ctx := t.Context()
+	c := enqueueOnly(t)
+	r, err := c.Enqueue(ctx, ReportArgs{}, &chokaq.EnqueueOpts{Queue: "urgent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, _ := c.GetJob(ctx, r.ID)
+	if j.Queue != "urgent" || j.MaxAttempts != 3 {
+		t.Fatalf("queue %q attempts %d: want the call's queue and the Args' attempts", j.Queue, j.MaxAttempts)
+	}
+}
+
+func TestEnqueueRefusesWhatItCannotEncode(t *testing.T) {
+	ctx := t.Context()
+	c := enqueueOnly(t)
+	if _, err := c.Enqueue(ctx, nil, nil); !errors.Is(err, jobs.ErrInvalidArgument) {
+		t.Fatalf("nil args: %v", err)
+	}
+	_, err := c.Enqueue(ctx, unencodable{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "encode the args of a broken job") {
+		t.Fatalf("unencodable args: %v", err)
+	}
+	_, err = c.EnqueueMany(ctx, chokaq.EnqueueItem{Args: WelcomeArgs{}}, chokaq.EnqueueItem{Args: unencodable{}})
+	if err == nil || !strings.Contains(err.Error(), "item 1") {
+		t.Fatalf("EnqueueMany with a bad item: %v", err)
+	}
+	// All or none: the good item was not added either.
+	if n, _ := c.CountJobs(ctx, jobs.TableHot, jobs.Filter{}); n != 0 {
+		t.Fatalf("%d jobs added by a refused batch", n)
+	}
+	if _, err := c.Enqueue(ctx, WelcomeArgs{}, &chokaq.EnqueueOpts{Queue: "bad queue name!"}); !errors.Is(err, jobs.ErrInvalidArgument) {
+		t.Fatalf("bad queue: %v", err)
+	}
+}
+
+func TestHandleRefusesNilAndDuplicates(t *testing.T) {
+	reg := chokaq.NewRegistry()
+	fn := func(context.Context, *chokaq.Job, WelcomeArgs) error { return nil }
+	if err := chokaq.Handle(reg, fn); err != nil {
+		t.Fatal(err)
+	}
+	if err := chokaq.Handle(reg, fn); err == nil || !strings.Contains(err.Error(), "mail.welcome") {
+		t.Fatalf("second handler for a kind: %v", err)
+	}
+	if err := chokaq.Handle[WelcomeArgs](nil, fn); err == nil {
+		t.Fatal("nil registry accepted")
+	}
+	if err := chokaq.Handle[WelcomeArgs](reg, nil); err == nil {
+		t.Fatal("nil handler accepted")
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("MustHandle of a duplicate did not panic")
+		}
+	}()
+	chokaq.MustHandle(reg, fn)
+}

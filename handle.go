@@ -1,0 +1,60 @@
+package chokaq
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/chokaq/chokaq-go/processor"
+)
+
+// What a handler author needs, from the root package: the engine behind
+// them lives in package processor, which this package imports (so they
+// cannot move here), and these names are those types themselves.
+type (
+	// Registry maps job kinds to handlers; safe for concurrent use.
+	Registry = processor.Registry
+	// Job is what a handler sees of the job it runs: its ID, queue, kind,
+	// attempt, lease (the fencing token of this execution) and payload.
+	Job = processor.Job
+	// HandlerFunc is a handler of raw payload bytes (Registry.Handle).
+	HandlerFunc = processor.HandlerFunc
+	// PermanentError marks an error no retry can fix (see Permanent).
+	PermanentError = processor.PermanentError
+	// PanicError is a handler's panic, recovered, with its stack.
+	PanicError = processor.PanicError
+	// DecodeError is a payload that does not decode into the handler's
+	// Args; the job is dead-lettered at once (reason Fatal).
+	DecodeError = processor.DecodeError
+)
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry { return processor.NewRegistry() }
+
+// Permanent wraps err so the job is dead-lettered at once (reason Fatal)
+// instead of retried; nil stays nil.
+func Permanent(err error) error { return processor.Permanent(err) }
+
+// IsPermanent reports whether err, or an error it wraps, is permanent.
+func IsPermanent(err error) bool { return processor.IsPermanent(err) }
+
+// Handle registers fn for the jobs of T's kind: each job's payload is
+// decoded from JSON into a T before fn runs. A payload that does not decode
+// is dead-lettered at once with a *DecodeError (reason Fatal): no retry can
+// make it decode. fn returns nil for success, an error to retry (until the
+// job's MaxAttempts), or Permanent(err) to dead-letter at once; its context
+// ends when the execution timeout fires, the lease is lost or the processor
+// shuts down.
+func Handle[T Args](reg *Registry, fn func(ctx context.Context, job *Job, args T) error) error {
+	if reg == nil || fn == nil {
+		return fmt.Errorf("chokaq: Handle: nil registry or handler")
+	}
+	var zero T
+	return processor.HandleJSON(reg, zero.Kind(), fn)
+}
+
+// MustHandle is Handle that panics on error, for registration in main.
+func MustHandle[T Args](reg *Registry, fn func(ctx context.Context, job *Job, args T) error) {
+	if err := Handle(reg, fn); err != nil {
+		panic(err)
+	}
+}
