@@ -214,8 +214,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
 func TestOnSweepSeesEverySweep(t *testing.T) {
 	s := &failingStore{Store: memstore.New()}
 	var results []zombie.Result
