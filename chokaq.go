@@ -25,8 +25,9 @@ var (
 	// service whose connection string went missing would accept jobs and
 	// lose them at its next restart. Pass memstore.New() to mean memory.
 	ErrNoStore = errors.New("chokaq: no store: set Config.ConnectionString (SQL Server) or Config.Store (for example memstore.New())")
-	// ErrTxUnsupported is returned by EnqueueTx when the store is not SQL Server.
-	ErrTxUnsupported = errors.New("chokaq: EnqueueTx needs the SQL Server store")
+	// ErrTxUnsupported is returned by EnqueueTx when the store cannot
+	// enqueue inside a transaction (it is not a jobs.TxEnqueuer).
+	ErrTxUnsupported = errors.New("chokaq: EnqueueTx needs a store that enqueues in a transaction (jobs.TxEnqueuer: the SQL Server store)")
 	// ErrClientStopped is returned by Start on a Client that was stopped: a
 	// Client runs once (its pool is closed at Stop); build a new one.
 	ErrClientStopped = errors.New("chokaq: client stopped; create a new one with New")

@@ -18,6 +18,9 @@ import (
 //
 //	func (WelcomeArgs) Kind() string { return "mail.welcome" }
 type Args interface {
+	// Kind is the job's type, as stored and as handlers are registered
+	// under: a stable name such as "mail.welcome", not the Go type's name,
+	// so renaming the type does not orphan jobs already enqueued.
 	Kind() string
 }
 
@@ -26,6 +29,7 @@ type Args interface {
 // call override them field by field.
 type ArgsWithOpts interface {
 	Args
+	// EnqueueOpts returns the defaults of every job of this kind.
 	EnqueueOpts() EnqueueOpts
 }
 
@@ -114,7 +118,8 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts *EnqueueOpts) (job
 }
 
 // EnqueueTx adds a job inside the caller's transaction: it exists if and
-// only if tx commits. SQL Server only (ErrTxUnsupported otherwise).
+// only if tx commits. The store must offer jobs.TxEnqueuer, as the SQL
+// Server store does (ErrTxUnsupported otherwise).
 func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, args Args, opts *EnqueueOpts) (jobs.EnqueueResult, error) {
 	p, err := params(args, opts)
 	if err != nil {
@@ -165,11 +170,12 @@ func (c *Client) EnqueueRaw(ctx context.Context, p jobs.EnqueueParams) (jobs.Enq
 
 // EnqueueRawTx is EnqueueTx of a job in the store's own form.
 func (c *Client) EnqueueRawTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	if c.sql == nil {
-		return jobs.EnqueueResult{}, ErrTxUnsupported
+	txs, ok := c.store.(jobs.TxEnqueuer)
+	if !ok {
+		return jobs.EnqueueResult{}, fmt.Errorf("%w (this store is a %T)", ErrTxUnsupported, c.store)
 	}
 	p = c.withDefaults(p)
-	r, err := c.sql.EnqueueTx(ctx, tx, p)
+	r, err := txs.EnqueueTx(ctx, tx, p)
 	if err != nil {
 		return r, err // the store names itself
 	}

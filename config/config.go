@@ -100,9 +100,9 @@ type QueueSetting struct {
 	ExecutionTimeout *time.Duration
 }
 
-// Default returns every default of DESIGN section 8. The values come from
-// the packages that use them (processor, zombie, jobs), so there is one
-// source for each default.
+// Default returns every default of docs/design.md (Configuration defaults).
+// The values come from the packages that use them (processor, zombie, jobs),
+// so there is one source for each default.
 func Default() *Config {
 	p, r := processor.DefaultConfig(), zombie.DefaultConfig()
 	return &Config{

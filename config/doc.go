@@ -3,10 +3,11 @@
 // variables and programmatic overrides, merged in that order and validated
 // as a whole before anything starts.
 //
-// It is the only place that knows the key names, their defaults (DESIGN
-// section 8), the legacy aliases kept for configurations written for the
-// .NET ChokaQ, and the accepted duration forms. Everything else takes the
-// typed values through ProcessorConfig, RescueConfig and QueueUpdates.
+// It is the only place that knows the key names, their defaults (listed in
+// docs/design.md (Configuration defaults)), the legacy aliases kept for
+// configurations written for the .NET ChokaQ, and the accepted duration
+// forms. Everything else takes the typed values through ProcessorConfig,
+// RescueConfig and QueueUpdates.
 //
 // A mistake is never silently ignored: an unknown key, a value of the wrong
 // type, a value out of range or two spellings of one setting that disagree

@@ -27,9 +27,9 @@ type origin struct {
 	source string
 }
 
-// Validate checks every rule of DESIGN section 8 and returns the first
-// broken one as an *Error. Load calls it; call it after changing a Config
-// in code.
+// Validate checks every rule of docs/design.md (Configuration defaults) and
+// returns the first broken one as an *Error. Load calls it; call it after
+// changing a Config in code.
 func (c *Config) Validate() error { return c.validate(nil) }
 
 // checker reports a rule broken by the value of id (a key name relative to

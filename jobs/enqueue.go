@@ -203,5 +203,8 @@ type BatchItemError struct {
 	Err   error
 }
 
+// Error names the item and says why it was refused.
 func (e *BatchItemError) Error() string { return "batch item " + itoa(e.Index) + ": " + e.Err.Error() }
+
+// Unwrap returns why the item was refused.
 func (e *BatchItemError) Unwrap() error { return e.Err }

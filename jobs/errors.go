@@ -38,10 +38,12 @@ type ValidationError struct {
 	Rule  string
 }
 
+// Error names the field, the value and the rule.
 func (e *ValidationError) Error() string {
 	return fmt.Sprintf("jobs: invalid %s %s: %s", e.Field, quoteValue(e.Value), e.Rule)
 }
 
+// Unwrap returns ErrInvalidArgument.
 func (e *ValidationError) Unwrap() error { return ErrInvalidArgument }
 
 func quoteValue(v any) string {

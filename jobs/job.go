@@ -17,6 +17,8 @@ const (
 	StatusProcessing Status = 2
 )
 
+// String returns the status's name, as SQL Server's Status column is
+// shown to operators.
 func (s Status) String() string {
 	switch s {
 	case StatusPending:
@@ -37,13 +39,13 @@ func (s Status) Valid() bool { return s >= StatusPending && s <= StatusProcessin
 type FailureReason int
 
 const (
-	ReasonMaxRetriesExceeded   FailureReason = 0
-	ReasonCancelled            FailureReason = 1
-	ReasonZombie               FailureReason = 2
-	ReasonFatal                FailureReason = 6
-	ReasonTimeout              FailureReason = 7
-	ReasonHeartbeatFailure     FailureReason = 9
-	ReasonRetryLifetimeExpired FailureReason = 10
+	ReasonMaxRetriesExceeded   FailureReason = 0  // the last attempt failed
+	ReasonCancelled            FailureReason = 1  // an operator cancelled it (not produced yet)
+	ReasonZombie               FailureReason = 2  // its heartbeats stopped while Processing (rescue phase 2)
+	ReasonFatal                FailureReason = 6  // Permanent error, unknown type or undecodable payload
+	ReasonTimeout              FailureReason = 7  // it ran past its execution deadline
+	ReasonHeartbeatFailure     FailureReason = 9  // its worker could not heartbeat (CancelOnHeartbeatFailure)
+	ReasonRetryLifetimeExpired FailureReason = 10 // .NET code, kept for its number; never produced
 )
 
 var reasonNames = map[FailureReason]string{
@@ -56,6 +58,7 @@ var reasonNames = map[FailureReason]string{
 	ReasonRetryLifetimeExpired: "RetryLifetimeExpired",
 }
 
+// String returns the reason's name, as the .NET implementation spells it.
 func (r FailureReason) String() string {
 	if n, ok := reasonNames[r]; ok {
 		return n
@@ -83,11 +86,13 @@ func ParseFailureReason(s string) (FailureReason, error) {
 type Table int8
 
 const (
-	TableHot     Table = 1
-	TableArchive Table = 2
-	TableDLQ     Table = 3
+	TableHot     Table = 1 // JobsHot: Pending, Fetched and Processing jobs
+	TableArchive Table = 2 // JobsArchive: succeeded jobs
+	TableDLQ     Table = 3 // JobsDLQ: dead letters
 )
 
+// String returns "hot", "archive" or "dlq", the names the command and the
+// dashboard accept.
 func (t Table) String() string {
 	switch t {
 	case TableHot:

@@ -72,7 +72,8 @@ func TestParseFailureReason(t *testing.T) {
 
 // The numbers are a wire format: they are stored in SQL Server columns,
 // hard-coded in the rescue statements and shared with the .NET
-// implementation (DESIGN section 2), so renumbering a constant must fail here.
+// implementation (the table in docs/design.md, Tables and identity), so
+// renumbering a constant must fail here.
 func TestReasonAndStatusNumbers(t *testing.T) {
 	reasons := []struct {
 		r    FailureReason

@@ -87,6 +87,7 @@ type SelectionChangedError struct {
 	Listed bool
 }
 
+// Error says how the selection changed and that nothing was done.
 func (e *SelectionChangedError) Error() string {
 	if e.Listed {
 		return fmt.Sprintf("jobs: the %d jobs confirmed changed while they were listed; nothing was changed", e.Confirmed)
@@ -94,6 +95,7 @@ func (e *SelectionChangedError) Error() string {
 	return fmt.Sprintf("jobs: %d jobs were confirmed but %d match now; nothing was changed", e.Confirmed, e.Counted)
 }
 
+// Unwrap returns ErrSelectionChanged.
 func (e *SelectionChangedError) Unwrap() error { return ErrSelectionChanged }
 
 // listIDs lists the IDs of the jobs of t that match f, a page of at most

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"database/sql"
 	"time"
 )
 
@@ -21,6 +22,17 @@ type Store interface {
 	Worker
 	Rescuer
 	Admin
+}
+
+// TxEnqueuer is an optional capability of a store on a database/sql
+// database: enqueueing inside the caller's own transaction, so the job
+// exists if and only if tx commits. Callers detect it with a type
+// assertion; there is no fallback (a job added outside tx would outlive a
+// rollback), so they report that the store cannot do it.
+type TxEnqueuer interface {
+	// EnqueueTx adds one job (new -> Pending) as part of tx. It neither
+	// commits nor rolls back tx.
+	EnqueueTx(ctx context.Context, tx *sql.Tx, p EnqueueParams) (EnqueueResult, error)
 }
 
 // Enqueuer adds jobs.

@@ -12,8 +12,8 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
-// Config configures a Processor. Zero fields take the defaults of DESIGN
-// section 8 (see DefaultConfig).
+// Config configures a Processor. Zero fields take the defaults (see
+// DefaultConfig and docs/design.md (Configuration defaults)).
 type Config struct {
 	// WorkerID names this processor in the store (default host-pid-random).
 	WorkerID string
@@ -69,7 +69,8 @@ type RetryPolicy struct {
 // zero field of Config.
 const NoJitter time.Duration = -1
 
-// DefaultConfig returns DESIGN section 8's defaults.
+// DefaultConfig returns the processor's defaults, as listed in docs/design.md
+// (Configuration defaults).
 func DefaultConfig() Config {
 	return Config{
 		Queues:                    []string{jobs.DefaultQueue},

@@ -37,6 +37,7 @@ type StrangeError struct {
 	Message string
 }
 
+// Error returns the message read safely from the handler's error.
 func (e *StrangeError) Error() string { return e.Message }
 
 // inspect reads herr (non-nil) into a failure.

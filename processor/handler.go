@@ -111,15 +111,21 @@ type DecodeError struct {
 	Err   error
 }
 
+// Error names the job, its type and why its payload did not decode.
 func (e *DecodeError) Error() string {
 	return fmt.Sprintf("job %d (%s): undecodable payload: %v", e.JobID, e.Type, e.Err)
 }
+
+// Unwrap returns the decoder's error.
 func (e *DecodeError) Unwrap() error { return e.Err }
 
 // PermanentError marks an error no retry can fix.
 type PermanentError struct{ Err error }
 
+// Error is the wrapped error's message, marked permanent.
 func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *PermanentError) Unwrap() error { return e.Err }
 
 // Permanent wraps err so the job is dead-lettered (reason Fatal) at once.
@@ -144,4 +150,5 @@ type PanicError struct {
 	Stack string
 }
 
+// Error is the panic value and the stack of the goroutine that panicked.
 func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }

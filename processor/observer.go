@@ -33,6 +33,8 @@ const (
 	OutcomeUnsettled                       // the outcome could not be written before shutdown; rescue settles it
 )
 
+// String returns the outcome as metrics label it: "succeeded",
+// "retried", "dead_lettered", "lease_lost" or "unsettled".
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeSucceeded:

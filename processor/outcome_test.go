@@ -38,7 +38,8 @@ func TestRunsJobsToTheArchive(t *testing.T) {
 	})
 }
 
-// TestOutcomes runs one job per row of DESIGN section 6's outcome table.
+// TestOutcomes runs one job for each of several rows of the outcome table in
+// docs/design.md (Outcomes); the table names the tests of the other rows.
 func TestOutcomes(t *testing.T) {
 	type want struct {
 		table    jobs.Table

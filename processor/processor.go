@@ -479,9 +479,10 @@ func (p *Processor) call(ctx context.Context, j *Job) (err error) {
 	return h(ctx, j)
 }
 
-// settle records a finished execution's outcome (DESIGN section 6) and
-// reports what became of it. failed says the handler returned an error; f
-// is what inspect read from it, the only form of it used here.
+// settle records a finished execution's outcome, by the table in
+// docs/design.md (Outcomes), and reports what became of it. failed says the
+// handler returned an error; f is what inspect read from it, the only form of
+// it used here.
 func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, f failure, failed bool, cause error) Result {
 	if failed && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
 		p.stats.failed.Add(1)

@@ -77,7 +77,7 @@ func run(ctx context.Context, dsn, name string, op func(*migrate.Migrate) error)
 	})
 	defer stop()
 	if err := op(m); err != nil && !errors.Is(err, migrate.ErrNoChange) {
-		return fmt.Errorf("schema %s: %w", name, err)
+		return fmt.Errorf("schema: %s: %w", name, err)
 	}
 	return ctx.Err()
 }
@@ -111,11 +111,11 @@ func Status(ctx context.Context, db *sql.DB, name string) (version uint, dirty b
 	var me mssql.Error
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return 0, false, fmt.Errorf("schema %s: %w (the migrations table is empty)", name, ErrNotMigrated)
+		return 0, false, fmt.Errorf("%w: %s (the migrations table is empty)", ErrNotMigrated, name)
 	case errors.As(err, &me) && me.Number == 208: // invalid object name
-		return 0, false, fmt.Errorf("schema %s: %w (run `chokaq migrate up`)", name, ErrNotMigrated)
+		return 0, false, fmt.Errorf("%w: %s (run `chokaq migrate up`)", ErrNotMigrated, name)
 	case err != nil:
-		return 0, false, fmt.Errorf("schema %s: read version: %w", name, err)
+		return 0, false, fmt.Errorf("schema: %s: read version: %w", name, err)
 	}
 	return uint(v), dirty, nil
 }
@@ -132,11 +132,11 @@ func Check(ctx context.Context, db *sql.DB, name string) error {
 func compare(name string, v uint, dirty bool, latest uint) error {
 	switch {
 	case dirty:
-		return fmt.Errorf("schema %s at version %d: %w; repair it, then `chokaq migrate force`", name, v, ErrDirty)
+		return fmt.Errorf("%w: %s at version %d; repair it, then `chokaq migrate force`", ErrDirty, name, v)
 	case v < latest:
-		return fmt.Errorf("schema %s at version %d, this binary needs %d: %w (run `chokaq migrate up`)", name, v, latest, ErrOutdated)
+		return fmt.Errorf("%w: %s at version %d, this binary needs %d (run `chokaq migrate up`)", ErrOutdated, name, v, latest)
 	case v > latest:
-		return fmt.Errorf("schema %s at version %d, this binary knows up to %d: %w (upgrade this service)", name, v, latest, ErrTooNew)
+		return fmt.Errorf("%w: %s at version %d, this binary knows up to %d (upgrade this service)", ErrTooNew, name, v, latest)
 	}
 	return nil
 }

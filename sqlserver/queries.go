@@ -46,10 +46,13 @@ func agoFrom(name, from string) string {
 }
 
 // unifiedHot, unifiedArchive and unifiedDLQ are the one column list every
-// read of a job returns, whatever its table: $ is replaced by a table alias,
-// and the columns that do not apply to the table are NULL. scanJobs reads
-// exactly this list, and unifiedNames names it, for the table variable a
-// claim fills.
+// read of a job returns, whatever its table (GetJob's UNION ALL, ListJobs,
+// the claim): cols replaces $ with a table alias, and the columns that do
+// not apply to the table are typed NULLs, so the three lists line up
+// column for column. scanJobs reads this list in this order; unifiedNames
+// names and types the same columns for the @claimed table variable the
+// claim fills before it commits. TestUnifiedColumnListsAgree keeps the
+// four in step.
 const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(1 AS TINYINT), $.Status, $.CreatedAtUtc, $.ScheduledAtUtc, $.LastUpdatedUtc, $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,

@@ -145,4 +145,19 @@ func TestUnifiedColumnListsAgree(t *testing.T) {
 	if widths["hot"] != widths["archive"] || widths["hot"] != widths["dlq"] {
 		t.Fatalf("unified column lists differ in width: %v", widths)
 	}
+	// unifiedNames declares the claim's table variable: the same columns,
+	// by name, in the same order as the hot list selects them.
+	hot := splitList(lexTSQL(unifiedHot), 0, "")
+	if len(unifiedNames) != len(hot) {
+		t.Fatalf("unifiedNames has %d columns, the unified lists %d", len(unifiedNames), len(hot))
+	}
+	for i, c := range unifiedNames {
+		var col string
+		for _, tk := range hot[i] {
+			col += tk.text
+		}
+		if strings.HasPrefix(col, "$.") && col != "$."+c[0] {
+			t.Errorf("column %d: hot list selects %s, unifiedNames declares %s", i, col, c[0])
+		}
+	}
 }

@@ -41,7 +41,10 @@ type Store struct {
 	newClaimID func() int64
 }
 
-var _ jobs.Store = (*Store)(nil)
+var (
+	_ jobs.Store      = (*Store)(nil)
+	_ jobs.TxEnqueuer = (*Store)(nil)
+)
 
 // Option configures a Store.
 type Option func(*Store)
@@ -262,7 +265,7 @@ func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams,
 			return r, err
 		}
 	}
-	return r, fmt.Errorf("idempotency key %q: taken and released three times in a row while enqueueing", p.IdempotencyKey)
+	return r, fmt.Errorf("sqlserver: idempotency key %q: taken and released three times in a row while enqueueing", p.IdempotencyKey)
 }
 
 // isDuplicateKey reports a unique index (2601) or constraint (2627) refusal.
@@ -485,7 +488,7 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 		return jobs.Started{}, fmt.Errorf("sqlserver: start job %d: %w", ref.ID, err)
 	}
 	if !found {
-		return jobs.Started{}, fmt.Errorf("start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+		return jobs.Started{}, fmt.Errorf("sqlserver: start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	return st, nil
 }
@@ -554,7 +557,7 @@ func (s *Store) guarded(ctx context.Context, op, stmt string, ref jobs.LeaseRef,
 		return fmt.Errorf("sqlserver: %s job %d: %w", op, ref.ID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%s job %d lease %d: %w", op, ref.ID, ref.Lease, jobs.ErrLeaseLost)
+		return fmt.Errorf("sqlserver: %s job %d lease %d: %w", op, ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	return nil
 }
@@ -814,7 +817,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 			return got[0], nil
 		}
 	}
-	return nil, fmt.Errorf("job %d: %w", id, jobs.ErrJobNotFound)
+	return nil, fmt.Errorf("sqlserver: job %d: %w", id, jobs.ErrJobNotFound)
 }
 
 // Queues implements jobs.Store.

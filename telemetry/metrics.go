@@ -52,8 +52,9 @@ type Options struct {
 	Logger *zap.Logger
 }
 
-// Metrics records chokaq-go's metrics (DESIGN section 9). It is safe for
-// concurrent use; one Metrics may observe several processors and rescuers.
+// Metrics records chokaq-go's metrics, listed in docs/design.md (Metrics).
+// It is safe for concurrent use; one Metrics may observe several processors
+// and rescuers.
 type Metrics struct {
 	log      *zap.Logger
 	queues   *labelCap

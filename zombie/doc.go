@@ -1,5 +1,5 @@
 // Package zombie is the rescue loop: on every ScanInterval it runs the three
-// rescue phases of DESIGN section 7 against a jobs.Store.
+// rescue phases of docs/design.md (Rescue) against a jobs.Store.
 //
 //  1. Fetched jobs whose reservation expired go back to Pending: no user code
 //     ran, so running them again is safe.

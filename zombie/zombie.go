@@ -16,12 +16,15 @@ import (
 // Leader elects one rescuer among processes. TryLead reports whether this
 // process leads now; it is called before every sweep.
 type Leader interface {
+	// TryLead reports whether this process leads now, taking the lead if
+	// nobody holds it.
 	TryLead(ctx context.Context) (bool, error)
 	// Resign gives up leadership, if held.
 	Resign(ctx context.Context) error
 }
 
-// Config configures a Rescuer. Zero fields take DESIGN section 8's defaults.
+// Config configures a Rescuer. Zero fields take the defaults (see
+// DefaultConfig and docs/design.md (Configuration defaults)).
 type Config struct {
 	ScanInterval            time.Duration // (1m)
 	FetchedJobTimeout       time.Duration // phase 1 (10m)
@@ -54,6 +57,7 @@ const (
 	PhaseDeadline Phase = 3 // Processing -> DLQ (Timeout)
 )
 
+// String returns the phase's name, as logs and metrics label it.
 func (p Phase) String() string {
 	switch p {
 	case PhaseFetched:
@@ -102,7 +106,8 @@ type Rescuer struct {
 	started bool
 }
 
-// DefaultConfig returns DESIGN section 8's rescue defaults.
+// DefaultConfig returns the rescue defaults, as listed in docs/design.md
+// (Configuration defaults).
 func DefaultConfig() Config {
 	return Config{
 		ScanInterval:            time.Minute,

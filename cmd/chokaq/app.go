@@ -250,6 +250,17 @@ func (a *app) openStore(ctx context.Context, needSQL bool) (jobs.Store, error) {
 	return s, nil
 }
 
+// openAdmin opens the configured store in its operator role, all that the
+// dlq, queues and stats commands may do with it: they cannot claim or
+// settle a job by mistake.
+func (a *app) openAdmin(ctx context.Context) (jobs.Admin, error) {
+	s, err := a.openStore(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // migrate runs the schema migrations of the configured SQL Server.
 func (a *app) migrate(ctx context.Context, cfg *config.Config) error {
 	if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {

@@ -88,7 +88,7 @@ func (a *app) dlqListCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := a.openStore(cmd.Context(), false)
+			s, err := a.openAdmin(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -128,7 +128,7 @@ func (a *app) dlqShowCommand() *cobra.Command {
 			if err != nil || id <= 0 {
 				return usage("job id %q: want a positive integer", args[0])
 			}
-			s, err := a.openStore(cmd.Context(), false)
+			s, err := a.openAdmin(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -209,7 +209,7 @@ func (a *app) dlqBulkCommand(op string) *cobra.Command {
 					return err
 				}
 			}
-			s, err := a.openStore(cmd.Context(), false)
+			s, err := a.openAdmin(cmd.Context())
 			if err != nil {
 				return err
 			}

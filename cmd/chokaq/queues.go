@@ -22,7 +22,7 @@ func (a *app) queuesCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				s, err := a.openStore(cmd.Context(), false)
+				s, err := a.openAdmin(cmd.Context())
 				if err != nil {
 					return err
 				}
@@ -69,7 +69,7 @@ func (a *app) queuesCommand() *cobra.Command {
 		Short: "List queue control rows",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore(cmd.Context(), false)
+			s, err := a.openAdmin(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -14,7 +14,7 @@ func (a *app) statsCommand() *cobra.Command {
 		Short: "Per-queue counts: pending, scheduled, fetched, processing, archived, dead-lettered, and lag",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := a.openStore(cmd.Context(), false)
+			s, err := a.openAdmin(cmd.Context())
 			if err != nil {
 				return err
 			}

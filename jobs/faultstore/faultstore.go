@@ -44,6 +44,8 @@ func (s *Store) check() error {
 	return nil
 }
 
+// Enqueue fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
 	if err := s.check(); err != nil {
 		return jobs.EnqueueResult{}, err
@@ -51,6 +53,8 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.Enqueue
 	return s.Store.Enqueue(ctx, p)
 }
 
+// EnqueueMany fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -58,6 +62,8 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	return s.Store.EnqueueMany(ctx, ps)
 }
 
+// Claim fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -65,6 +71,8 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 	return s.Store.Claim(ctx, p)
 }
 
+// Start fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
 	if err := s.check(); err != nil {
 		return jobs.Started{}, err
@@ -72,6 +80,8 @@ func (s *Store) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) 
 	return s.Store.Start(ctx, r, p)
 }
 
+// Heartbeat fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -79,6 +89,8 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.Lea
 	return s.Store.Heartbeat(ctx, refs)
 }
 
+// Complete fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Complete(ctx context.Context, r jobs.LeaseRef) error {
 	if err := s.check(); err != nil {
 		return err
@@ -86,6 +98,8 @@ func (s *Store) Complete(ctx context.Context, r jobs.LeaseRef) error {
 	return s.Store.Complete(ctx, r)
 }
 
+// Retry fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Retry(ctx context.Context, r jobs.LeaseRef, p jobs.RetryParams) error {
 	if err := s.check(); err != nil {
 		return err
@@ -93,6 +107,8 @@ func (s *Store) Retry(ctx context.Context, r jobs.LeaseRef, p jobs.RetryParams) 
 	return s.Store.Retry(ctx, r, p)
 }
 
+// DeadLetter fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) DeadLetter(ctx context.Context, r jobs.LeaseRef, p jobs.DeadLetterParams) error {
 	if err := s.check(); err != nil {
 		return err
@@ -100,6 +116,8 @@ func (s *Store) DeadLetter(ctx context.Context, r jobs.LeaseRef, p jobs.DeadLett
 	return s.Store.DeadLetter(ctx, r, p)
 }
 
+// Release fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
@@ -107,6 +125,8 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 	return s.Store.Release(ctx, refs)
 }
 
+// RescueFetched fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -114,6 +134,8 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	return s.Store.RescueFetched(ctx, p)
 }
 
+// RescueZombies fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -121,6 +143,8 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	return s.Store.RescueZombies(ctx, p)
 }
 
+// RescueExpired fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -128,6 +152,8 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	return s.Store.RescueExpired(ctx, p)
 }
 
+// Resurrect fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
@@ -135,6 +161,8 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	return s.Store.Resurrect(ctx, p)
 }
 
+// Purge fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
@@ -142,6 +170,8 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	return s.Store.Purge(ctx, p)
 }
 
+// GetJob fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -149,6 +179,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	return s.Store.GetJob(ctx, id)
 }
 
+// ListJobs fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
 	if err := s.check(); err != nil {
 		return jobs.JobPage{}, err
@@ -156,6 +188,8 @@ func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, 
 	return s.Store.ListJobs(ctx, p)
 }
 
+// CountJobs fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int64, error) {
 	if err := s.check(); err != nil {
 		return 0, err
@@ -163,6 +197,8 @@ func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int
 	return s.Store.CountJobs(ctx, t, f)
 }
 
+// Queues fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -170,6 +206,8 @@ func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
 	return s.Store.Queues(ctx)
 }
 
+// UpdateQueue fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate) (jobs.QueueSettings, error) {
 	if err := s.check(); err != nil {
 		return jobs.QueueSettings{}, err
@@ -177,6 +215,8 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	return s.Store.UpdateQueue(ctx, name, u)
 }
 
+// QueueStats fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -184,6 +224,8 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 	return s.Store.QueueStats(ctx)
 }
 
+// QueueDepths fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]jobs.QueueDepth, error) {
 	if err := s.check(); err != nil {
 		return nil, err
@@ -191,6 +233,8 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 	return s.Store.QueueDepths(ctx, queues, limit)
 }
 
+// Now fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if err := s.check(); err != nil {
 		return time.Time{}, err

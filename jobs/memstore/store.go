@@ -225,7 +225,7 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	}
 	j := s.owned(ref, jobs.StatusFetched)
 	if j == nil {
-		return jobs.Started{}, fmt.Errorf("start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+		return jobs.Started{}, fmt.Errorf("memstore: start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	now := s.now()
 	timeout := p.DefaultTimeout
@@ -267,7 +267,7 @@ func (s *Store) Complete(ctx context.Context, ref jobs.LeaseRef) error {
 	defer s.mu.Unlock()
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
-		return fmt.Errorf("complete job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+		return fmt.Errorf("memstore: complete job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	now := s.now()
 	s.removeHot(j)
@@ -290,7 +290,7 @@ func (s *Store) Retry(ctx context.Context, ref jobs.LeaseRef, p jobs.RetryParams
 	defer s.mu.Unlock()
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
-		return fmt.Errorf("retry job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+		return fmt.Errorf("memstore: retry job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	now := s.now()
 	s.queue(j.Queue).active--
@@ -313,7 +313,7 @@ func (s *Store) DeadLetter(ctx context.Context, ref jobs.LeaseRef, p jobs.DeadLe
 	defer s.mu.Unlock()
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
-		return fmt.Errorf("dead-letter job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+		return fmt.Errorf("memstore: dead-letter job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	s.toDLQ(j, p.Reason, p.Details, s.now())
 	return nil
@@ -607,7 +607,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 			return j.Clone(), nil
 		}
 	}
-	return nil, fmt.Errorf("job %d: %w", id, jobs.ErrJobNotFound)
+	return nil, fmt.Errorf("memstore: job %d: %w", id, jobs.ErrJobNotFound)
 }
 
 // ListJobs implements jobs.Store.

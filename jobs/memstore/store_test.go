@@ -28,7 +28,7 @@ func TestContract(t *testing.T) {
 	storetest.RunTransitions(t, newHarness)
 }
 
-// The invariants of DESIGN section 5, one top-level test each.
+// The invariants of docs/design.md (Invariants), one top-level test each.
 func TestInvariant_I1_SingleOwner(t *testing.T) { storetest.RunInvariant(t, "I1", newHarness) }
 func TestInvariant_I2_NoJobLost(t *testing.T)   { storetest.RunInvariant(t, "I2", newHarness) }
 func TestInvariant_I3_SafeReclaim(t *testing.T) { storetest.RunInvariant(t, "I3", newHarness) }

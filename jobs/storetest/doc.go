@@ -1,6 +1,7 @@
 // Package storetest is the contract suite for jobs.Store: every transition of
-// DESIGN section 4 and invariants I1-I7, written once and run against every
-// store. It is exported so that a new store can prove itself with one call:
+// docs/design.md (Transitions) and the invariants I1-I7 of docs/design.md
+// (Invariants), written once and run against every store. It is exported so
+// that a new store can prove itself with one call:
 //
 //	func TestContract(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T) *storetest.Harness { ... })

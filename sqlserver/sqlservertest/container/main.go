@@ -35,7 +35,7 @@ func run() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	if err := dockerHealthy(ctx); err != nil {
-		return fmt.Errorf("Docker is not reachable: %w", err)
+		return fmt.Errorf("container: docker is not reachable: %w", err)
 	}
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)

@@ -1,0 +1,181 @@
+package chokaq_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sharedSentinels are wrapped by several packages, each with its own
+// prefix ("processor: not running"), so they carry none.
+var sharedSentinels = map[string]bool{"jobs.ErrNotRunning": true, "jobs.ErrAlreadyStarted": true}
+
+// parsedPackage is one package of this module, its test files left out.
+type parsedPackage struct {
+	dir   string
+	name  string
+	fset  *token.FileSet
+	files map[string]*ast.File
+}
+
+// modulePackages parses every package of the main module: nested modules
+// (their own go.mod) and testdata are not part of the library.
+func modulePackages(t *testing.T) []parsedPackage {
+	t.Helper()
+	var out []parsedPackage
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if path != "." {
+			if d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				return filepath.SkipDir
+			}
+		}
+		fset := token.NewFileSet()
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return err
+		}
+		pkg := parsedPackage{dir: path, fset: fset, files: map[string]*ast.File{}}
+		for _, e := range entries {
+			n := e.Name()
+			if !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(path, n), nil, parser.ParseComments)
+			if err != nil {
+				return err
+			}
+			pkg.name = f.Name.Name
+			pkg.files[n] = f
+		}
+		if len(pkg.files) > 0 {
+			out = append(out, pkg)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Every exported sentinel error of a package says which package it comes
+// from, with one prefix per package: "sqlserver: ...", never "mssql: ...".
+func TestSentinelErrorsCarryTheirPackagePrefix(t *testing.T) {
+	for _, pkg := range modulePackages(t) {
+		for _, f := range pkg.files {
+			for _, decl := range f.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					vs := spec.(*ast.ValueSpec)
+					for i, name := range vs.Names {
+						if !name.IsExported() || !strings.HasPrefix(name.Name, "Err") || i >= len(vs.Values) {
+							continue
+						}
+						call, ok := vs.Values[i].(*ast.CallExpr)
+						if !ok || len(call.Args) == 0 {
+							continue
+						}
+						lit, ok := call.Args[0].(*ast.BasicLit)
+						if !ok || lit.Kind != token.STRING {
+							continue
+						}
+						msg, _ := strconv.Unquote(lit.Value)
+						if sharedSentinels[pkg.name+"."+name.Name] {
+							continue
+						}
+						if !strings.HasPrefix(msg, pkg.name+": ") {
+							t.Errorf("%s: %s.%s = %q: want the prefix %q", pkg.fset.Position(name.Pos()), pkg.name, name.Name, msg, pkg.name+": ")
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// Every exported name of the library has a doc comment: types, functions,
+// methods of exported types, constants and variables (a group's comment
+// covers its members), and the methods of exported interfaces.
+func TestExportedNamesAreDocumented(t *testing.T) {
+	for _, pkg := range modulePackages(t) {
+		if pkg.name == "main" {
+			continue
+		}
+		missing := func(pos token.Pos, what string) {
+			t.Errorf("%s: %s has no doc comment", pkg.fset.Position(pos), what)
+		}
+		for _, f := range pkg.files {
+			for _, decl := range f.Decls {
+				switch d := decl.(type) {
+				case *ast.FuncDecl:
+					if !d.Name.IsExported() || d.Doc != nil {
+						continue
+					}
+					if d.Recv == nil {
+						missing(d.Pos(), "func "+d.Name.Name)
+						continue
+					}
+					if recv := receiverName(d.Recv.List[0].Type); ast.IsExported(recv) {
+						missing(d.Pos(), "method "+recv+"."+d.Name.Name)
+					}
+				case *ast.GenDecl:
+					for _, spec := range d.Specs {
+						switch s := spec.(type) {
+						case *ast.TypeSpec:
+							if !s.Name.IsExported() {
+								continue
+							}
+							if s.Doc == nil && d.Doc == nil {
+								missing(s.Pos(), "type "+s.Name.Name)
+							}
+							if it, ok := s.Type.(*ast.InterfaceType); ok {
+								for _, m := range it.Methods.List {
+									for _, n := range m.Names {
+										if n.IsExported() && m.Doc == nil && m.Comment == nil {
+											missing(m.Pos(), "interface method "+s.Name.Name+"."+n.Name)
+										}
+									}
+								}
+							}
+						case *ast.ValueSpec:
+							for _, n := range s.Names {
+								if n.IsExported() && s.Doc == nil && s.Comment == nil && d.Doc == nil {
+									missing(n.Pos(), n.Name)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func receiverName(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.StarExpr:
+		return receiverName(x.X)
+	case *ast.IndexExpr:
+		return receiverName(x.X)
+	case *ast.IndexListExpr:
+		return receiverName(x.X)
+	case *ast.Ident:
+		return x.Name
+	}
+	return ""
+}
