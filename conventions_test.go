@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -178,4 +179,44 @@ func receiverName(e ast.Expr) string {
 		return x.Name
 	}
 	return ""
+}
+
+// Every citation of the design contract by heading, in the form the code
+// uses (the file name, then the heading in parentheses), names a heading
+// the document has.
+func TestDesignCitationsNameRealHeadings(t *testing.T) {
+	design, err := os.ReadFile("docs/design.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	headings := map[string]bool{}
+	for line := range strings.SplitSeq(string(design), "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok {
+			headings[h] = true
+		}
+	}
+	cite := regexp.MustCompile("design\\.md`?(?: \\(|, )(?:the table in docs/design\\.md, )?([A-Z][a-z]+(?: [a-z]+)*)\\)")
+	cited := 0
+	err = filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".md")) {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range cite.FindAllStringSubmatch(string(src), -1) {
+			cited++
+			if !headings[m[1]] {
+				t.Errorf("%s cites docs/design.md (%s): no such heading", path, m[1])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cited < 10 {
+		t.Fatalf("found %d citations of docs/design.md; the pattern no longer matches how the code cites it", cited)
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -67,8 +66,7 @@ func (d *Dashboard) OnSweep(res zombie.Result, err error) {
 		// console, so the error itself goes to the log only.
 		d.Publish(Event{Kind: KindError, Text: "zombie rescue: sweep failed: " + d.storeFailure("dashboard: zombie rescue sweep failed", err)})
 	case res.Moved() > 0:
-		d.Publish(Event{Kind: KindRescue, Text: fmt.Sprintf("zombie rescue: recovered %d abandoned, archived %d zombie, %d past deadline",
-			res.Recovered, res.Zombies, res.Expired)})
+		d.Publish(Event{Kind: KindRescue, Text: "zombie rescue: " + res.String()})
 	}
 }
 

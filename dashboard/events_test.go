@@ -118,7 +118,7 @@ func TestEventsStreamCountsAndConsole(t *testing.T) {
 	}
 	f.dash.OnSweep(zombie.Result{}, nil) // nothing moved: nothing to say
 	f.dash.OnSweep(zombie.Result{Recovered: 2, Zombies: 1}, nil)
-	if e := nextConsole(t, ch); e.Kind != KindRescue || e.Text != "zombie rescue: recovered 2 abandoned, archived 1 zombie, 0 past deadline" {
+	if e := nextConsole(t, ch); e.Kind != KindRescue || e.Text != "zombie rescue: recovered 2 abandoned, dead-lettered 1 zombies and 0 past deadline" {
 		t.Fatalf("sweep %+v", e)
 	}
 	f.dash.OnSweep(zombie.Result{}, errors.New("database gone"))
@@ -152,7 +152,7 @@ func TestRescueSweepsReachTheConsole(t *testing.T) {
 		t.Fatal(err)
 	}
 	events, _ := f.dash.hub.recent(10)
-	if len(events) != 1 || events[0].Text != "zombie rescue: recovered 1 abandoned, archived 0 zombie, 0 past deadline" {
+	if len(events) != 1 || events[0].Text != "zombie rescue: recovered 1 abandoned, dead-lettered 0 zombies and 0 past deadline" {
 		t.Fatalf("events %+v", events)
 	}
 }

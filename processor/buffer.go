@@ -47,14 +47,21 @@ func (b *buffer) len() int {
 	return len(b.items)
 }
 
-func (b *buffer) push(fs []*fetched) {
+// push buffers fs, or, once the buffer is closed, refuses them: the caller
+// must give them back, since no worker will ever pop them.
+func (b *buffer) push(fs []*fetched) (ok bool) {
 	if len(fs) == 0 {
-		return
+		return true
 	}
 	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return false
+	}
 	b.items = append(b.items, fs...)
 	b.mu.Unlock()
 	b.poke()
+	return true
 }
 
 // pop blocks until a job is buffered, the buffer is closed or ctx ends.

@@ -98,7 +98,7 @@ func TestStrangeHandlerErrorsNeverKillTheWorker(t *testing.T) {
 	}
 }
 
-// TestTypedNilPermanentIsNotSuccess: Permanent of a typed nil still
+// TestIsPermanentOnStrangeErrors: Permanent of a typed nil still
 // dead-letters at once, and IsPermanent answers on strange values.
 func TestIsPermanentOnStrangeErrors(t *testing.T) {
 	var pe *os.PathError

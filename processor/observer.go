@@ -60,6 +60,10 @@ type Result struct {
 	HandlerErr error
 	// Duration is the handler's run time.
 	Duration time.Duration
+	// Interrupted says shutdown cancelled the handler: its job was retried
+	// at once, and the handler's error is not counted as a failure (see
+	// Stats.Failed).
+	Interrupted bool
 }
 
 type nopObserver struct{}

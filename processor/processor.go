@@ -274,7 +274,15 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 				}
 				p.stats.claimed.Add(int64(len(got)))
 				p.cfg.Observer.JobsClaimed(got)
-				p.buf.push(fs)
+				if !p.buf.push(fs) {
+					// Stop closed the buffer while this claim was out
+					// (its context ended before the fetch loop did): hand
+					// the jobs back now rather than leave them Fetched
+					// until rescue phase 1.
+					rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+					p.release(rctx, fs, "processor stopping")
+					cancel()
+				}
 			}
 			switch {
 			case err != nil && ctx.Err() == nil:
@@ -445,7 +453,7 @@ func (p *Processor) execute(f *fetched) {
 		fail = inspect(herr)
 	}
 	r := p.settle(log, ref, hj, fail, herr != nil, cause)
-	r.HandlerErr, r.Duration = fail.err, ran
+	r.HandlerErr, r.Duration, r.Interrupted = fail.err, ran, errors.Is(cause, errShutdown)
 	p.finished(j, r)
 }
 

@@ -810,3 +810,52 @@ func TestAStartWhoseReplyIsLostIsRetriedNotLost(t *testing.T) {
 		stop(t, p)
 	})
 }
+
+// gatedClaim holds every claim until its gate opens, whatever the claim's
+// context says: a claim whose reply is still on the wire when Stop gives up
+// waiting for it.
+type gatedClaim struct {
+	jobs.Store
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g gatedClaim) Claim(_ context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	select {
+	case g.entered <- struct{}{}:
+	default:
+	}
+	<-g.gate
+	return g.Store.Claim(context.Background(), p)
+}
+
+// TestAClaimThatOutlivesStopIsGivenBack: when Stop's context ends before
+// the fetch loop returns, a claim that completes afterwards finds the
+// buffer closed; its jobs go back to Pending at once instead of sitting
+// Fetched until rescue phase 1.
+func TestAClaimThatOutlivesStopIsGivenBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		for range 3 {
+			enqueue(t, mem, jobs.EnqueueParams{Type: "h"})
+		}
+		s := gatedClaim{Store: mem, entered: make(chan struct{}, 1), gate: make(chan struct{})}
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", func(context.Context, *processor.Job) error { return nil })
+		p := startProcessor(t, s, reg, testConfig())
+		<-s.entered
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_ = p.Stop(ctx)
+		close(s.gate)
+		synctest.Wait()
+		fetched := jobs.StatusFetched
+		if n, err := mem.CountJobs(context.Background(), jobs.TableHot, jobs.Filter{Status: &fetched}); err != nil || n != 0 {
+			t.Fatalf("%d jobs left Fetched by a claim that returned after Stop (err %v)", n, err)
+		}
+		pending := jobs.StatusPending
+		if n, _ := mem.CountJobs(context.Background(), jobs.TableHot, jobs.Filter{Status: &pending}); n != 3 {
+			t.Fatalf("%d jobs Pending, want 3", n)
+		}
+	})
+}

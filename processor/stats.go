@@ -8,7 +8,7 @@ type Stats struct {
 	Released          int64 // buffered jobs given back without starting
 	Started           int64
 	Succeeded         int64
-	Failed            int64 // handler errors and panics, before retry or dead-letter
+	Failed            int64 // handler errors and panics, before retry or dead-letter; not a handler cancelled by shutdown or a lost lease
 	Retried           int64
 	DeadLettered      int64
 	LeaseLost         int64 // jobs taken away while this processor held them

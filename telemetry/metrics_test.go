@@ -298,3 +298,44 @@ func dead(t *testing.T, s jobs.Store, id int64) *jobs.Job {
 	}
 	return j
 }
+
+// TestShutdownInterruptionIsNotAFailure: a handler cancelled by shutdown is
+// retried, and neither the processor's Stats nor chokaq.jobs.failed count
+// its error as a failure: both count failures the same way.
+func TestShutdownInterruptionIsNotAFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m, reader := newTestMetrics(t, telemetry.Options{})
+		store := memstore.New()
+		started := make(chan struct{})
+		reg := processor.NewRegistry()
+		reg.MustHandle("long", func(ctx context.Context, _ *processor.Job) error {
+			close(started)
+			<-ctx.Done()
+			return ctx.Err()
+		})
+		cfg := processorConfig("w", "main")
+		cfg.ShutdownTimeout = time.Second
+		p, err := processor.New(store, reg, m.InstrumentProcessor(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Enqueue(ctx, jobs.EnqueueParams{Queue: "main", Type: "long"}); err != nil {
+			t.Fatal(err)
+		}
+		p.Notify()
+		<-started
+		if err := p.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if st := p.Stats(); st.Retried != 1 || st.Failed != 0 {
+			t.Fatalf("stats: retried %d, failed %d; want 1 and 0", st.Retried, st.Failed)
+		}
+		got := collect(t, reader)
+		wantValues(t, "retried", got.counter(t, "chokaq.jobs.retried"), map[string]int64{qt("main", "long"): 1})
+		wantValues(t, "failed", got.counter(t, "chokaq.jobs.failed"), map[string]int64{})
+	})
+}

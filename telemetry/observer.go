@@ -54,10 +54,11 @@ func (m *Metrics) JobFinished(job *jobs.Job, r processor.Result) {
 	case processor.OutcomeLeaseLost:
 		m.leaseLost.Add(ctx, 1, with)
 	}
-	// After a lost lease the handler's error is most likely the
-	// cancellation the processor sent it, not a failure of its own; the
-	// processor's Stats do not count it as failed either.
-	if r.HandlerErr != nil && r.Outcome != processor.OutcomeLeaseLost {
+	// After a lost lease, or a shutdown that cancelled it, the handler's
+	// error is most likely the cancellation the processor sent it, not a
+	// failure of its own; the processor's Stats do not count it as failed
+	// either.
+	if r.HandlerErr != nil && r.Outcome != processor.OutcomeLeaseLost && !r.Interrupted {
 		m.failed.Add(ctx, 1, with)
 	}
 	if ran {

@@ -78,6 +78,12 @@ type Result struct {
 	Skipped   bool
 }
 
+// String says what the sweep moved, in the words logs, the dashboard's
+// console and the command use: phase 2 and 3 dead-letter their jobs.
+func (r Result) String() string {
+	return fmt.Sprintf("recovered %d abandoned, dead-lettered %d zombies and %d past deadline", r.Recovered, r.Zombies, r.Expired)
+}
+
 // Moved is the total of the three phases.
 func (r Result) Moved() int { return r.Recovered + r.Zombies + r.Expired }
 
@@ -262,7 +268,7 @@ func (r *Rescuer) Sweep(ctx context.Context) (res Result, err error) {
 	}
 	r.sweeps.Add(1)
 	if res.Moved() > 0 {
-		r.log.Info(fmt.Sprintf("zombie rescue: recovered %d abandoned, archived %d zombie, %d past deadline", res.Recovered, res.Zombies, res.Expired),
+		r.log.Info("zombie rescue: "+res.String(),
 			zap.Int("recovered", res.Recovered), zap.Int("zombies", res.Zombies), zap.Int("expired", res.Expired))
 	}
 	if len(errs) > 0 {

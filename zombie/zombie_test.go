@@ -69,7 +69,7 @@ func TestSweepRunsThreePhasesAndLogsOneLine(t *testing.T) {
 	if res != (zombie.Result{Recovered: 1, Zombies: 1, Expired: 1}) {
 		t.Fatalf("sweep = %+v, want one of each", res)
 	}
-	want := "zombie rescue: recovered 1 abandoned, archived 1 zombie, 1 past deadline"
+	want := "zombie rescue: recovered 1 abandoned, dead-lettered 1 zombies and 1 past deadline"
 	if got := logs.FilterMessage(want).Len(); got != 1 || logs.Len() != 1 {
 		t.Fatalf("logs %v, want exactly one line %q", logs.All(), want)
 	}

@@ -48,7 +48,7 @@ func (a *app) rescueCommand() *cobra.Command {
 					return err
 				}
 				return a.print(res, func(w *tabwriter.Writer) {
-					fmt.Fprintf(w, "recovered %d abandoned, archived %d zombie, %d past deadline\n", res.Recovered, res.Zombies, res.Expired)
+					fmt.Fprintln(w, res.String())
 				})
 			}
 			if err := r.Start(cmd.Context()); err != nil {

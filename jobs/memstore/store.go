@@ -477,7 +477,16 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	defer s.mu.Unlock()
 	now := s.now()
 	n := 0
-	for _, j := range s.matching(jobs.TableDLQ, p.Filter, now) {
+	// Oldest first, as the SQL Server store walks: a key shared by several
+	// dead letters goes to the one that died first.
+	moving := s.matching(jobs.TableDLQ, p.Filter, now)
+	slices.SortFunc(moving, func(a, b *jobs.Job) int {
+		if c := a.FinishedAt.Compare(b.FinishedAt); c != 0 {
+			return c
+		}
+		return compareInt64(a.ID, b.ID)
+	})
+	for _, j := range moving {
 		delete(s.dlq, j.ID)
 		j.Table = jobs.TableHot
 		toPending(j, now)

@@ -158,6 +158,21 @@ var operatorCases = []testCase{
 			t.Fatalf("key now resolves to %+v, %v; want job %d", r, err, live)
 		}
 	}},
+	{"ResurrectGivesASharedKeyToTheFirstToDie", func(t *testing.T, h *Harness) {
+		// Two dead letters with one key: they were active one after the
+		// other. Resurrecting both can give the key to one only; every
+		// store gives it to the one dead-lettered first (oldest
+		// FinishedAt, then lowest ID), the order resurrect walks in.
+		first := deadLetter(t, h, jobs.EnqueueParams{IdempotencyKey: "k"}, jobs.ReasonFatal, "x")
+		h.Advance(t, time.Second)
+		second := deadLetter(t, h, jobs.EnqueueParams{IdempotencyKey: "k"}, jobs.ReasonFatal, "x")
+		if n, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{All: true}); err != nil || n != 2 {
+			t.Fatalf("Resurrect = %d, %v", n, err)
+		}
+		if a, b := get(t, h, first.ID), get(t, h, second.ID); a.IdempotencyKey != "k" || b.IdempotencyKey != "" {
+			t.Fatalf("keys after resurrect: first %q, second %q; want the first to keep it", a.IdempotencyKey, b.IdempotencyKey)
+		}
+	}},
 	{"PurgeRefusesEmptyFilterUnlessAll", func(t *testing.T, h *Harness) {
 		deadLetter(t, h, jobs.EnqueueParams{}, jobs.ReasonFatal, "x")
 		archived(t, h, jobs.EnqueueParams{})
