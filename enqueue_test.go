@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/chokaqtest"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 )
@@ -100,4 +101,51 @@ func TestHandleRefusesNilAndDuplicates(t *testing.T) {
 		}
 	}()
 	chokaq.MustHandle(reg, fn)
+}
+
+// The Client's operator methods reach the store's admin role: listing,
+// counting, queue control, purge.
+func TestClientOperatorMethods(t *testing.T) {
+	ctx := t.Context()
+	w, err := chokaqtest.NewWorker(ctx, chokaq.NewRegistry(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := w.Client()
+	for range 3 {
+		if _, err := c.Enqueue(ctx, WelcomeArgs{}, &chokaq.EnqueueOpts{Queue: "mail"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := c.ListJobs(ctx, jobs.ListParams{Table: jobs.TableHot, Filter: jobs.Filter{Queue: "mail"}, Limit: 2})
+	if err != nil || len(page.Jobs) != 2 || page.NextBeforeID == 0 || page.Jobs[0].ID != 3 {
+		t.Fatalf("ListJobs = %+v, %v", page, err)
+	}
+	if err := c.PauseQueue(ctx, "mail"); err != nil {
+		t.Fatal(err)
+	}
+	qs, err := c.Queues(ctx)
+	if err != nil || len(qs) != 1 || !qs[0].Paused {
+		t.Fatalf("Queues after pause = %+v, %v", qs, err)
+	}
+	if err := c.ResumeQueue(ctx, "mail"); err != nil {
+		t.Fatal(err)
+	}
+	mw := 2
+	if s, err := c.UpdateQueue(ctx, "mail", jobs.QueueUpdate{MaxWorkers: &mw}); err != nil || s.Paused || s.MaxWorkers != 2 {
+		t.Fatalf("UpdateQueue = %+v, %v", s, err)
+	}
+	// One job to the archive, then purge it.
+	if o, err := w.WorkJob(ctx, 1); err != nil || o.Job.Table != jobs.TableDLQ {
+		t.Fatalf("work: %+v %v", o, err) // no handler for mail.welcome: dead-lettered as Fatal
+	}
+	if n, err := c.Purge(ctx, jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: []int64{1}}}); err != nil || n != 1 {
+		t.Fatalf("Purge = %d, %v", n, err)
+	}
+	if _, err := c.GetJob(ctx, 1); !errors.Is(err, jobs.ErrJobNotFound) {
+		t.Fatalf("purged job: %v", err)
+	}
+	if n, err := c.CountJobs(ctx, jobs.TableHot, jobs.Filter{}); err != nil || n != 2 {
+		t.Fatalf("CountJobs = %d, %v", n, err)
+	}
 }
