@@ -73,8 +73,10 @@ func runningJobs(t *testing.T, s *Store, queue string, n int) []*jobs.Job {
 // its hints as written, with READ_COMMITTED_SNAPSHOT off and on, and
 // READPAST must skip a locked row under both, not wait for it and not take
 // it. The Table Hints page lists ROWLOCK and READCOMMITTEDLOCK in one group
-// of which one may be given, and says READPAST needs READ COMMITTED or
-// REPEATABLE READ; what the server does is what decides (ADR 0016).
+// of which one may be given, yet asks for READCOMMITTEDLOCK next to
+// READPAST under READ_COMMITTED_SNAPSHOT; the statements give both, as
+// queues in production do, and what the server does is what decides
+// (ADR 0016).
 func TestSQLServerHintSets(t *testing.T) {
 	for _, rcsi := range []string{"OFF", "ON"} {
 		t.Run("READ_COMMITTED_SNAPSHOT_"+rcsi, func(t *testing.T) {

@@ -25,9 +25,14 @@ import (
 //     test on that outer table: such a statement never waits on a row
 //     another transaction holds, so it cannot take part in a deadlock with
 //     the worker statements, which lock the clustered key first (ADR 0016,
-//     with the lock order of every statement). They state READ COMMITTED
-//     (READPAST needs it; a parameterized batch runs in sp_executesql, so
-//     the setting ends with the call).
+//     with the lock order of every statement). Every READPAST comes with
+//     READCOMMITTEDLOCK: with READ_COMMITTED_SNAPSHOT on (Azure SQL's
+//     default) a read committed scan would otherwise read row versions,
+//     and READPAST is refused or skips nothing. They state READ COMMITTED
+//     (READPAST needs it, and fails with error 650 under SNAPSHOT; a
+//     parameterized batch runs in sp_executesql, so the setting ends with
+//     the call). No statement that runs in a caller's transaction
+//     (EnqueueTx) uses READPAST.
 //   - Every parameter is declared the same whatever its value, so each
 //     statement keeps one cached plan: text goes as NVARCHAR(MAX) and is
 //     copied into a local of the column's type before it meets an index;
@@ -256,10 +261,10 @@ BEGIN
     UPDATE h
     SET Status = 1, WorkerId = @w, RunLease = h.RunLease + 1, LastUpdatedUtc = @now, ClaimId = @claimId
     OUTPUT ` + "{{hotInserted}}" + ` INTO @claimed
-    FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
+    FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
     INNER JOIN (
         SELECT TOP (@n) c.Id
-        FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
+        FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
         WHERE c.Queue = @q AND c.Status = 0 AND c.ScheduledAtUtc <= @now
         ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id
     ) AS x ON x.Id = h.Id
@@ -358,10 +363,10 @@ DECLARE @cutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 UPDATE h
 SET Status = 0, WorkerId = NULL, ClaimId = NULL, LastUpdatedUtc = @now
 OUTPUT ` + rescuedOutput + `, deleted.LastUpdatedUtc, CAST(NULL AS INT), @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
+FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
-    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
+    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     WHERE c.Status = 1 AND c.LastUpdatedUtc < @cutoff
     ORDER BY c.LastUpdatedUtc
 ) AS x ON x.Id = h.Id
@@ -399,10 +404,10 @@ OUTPUT ` + dlqFromDeleted + `, 2,
         + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
+FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
-    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
+    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     LEFT JOIN @timeouts AS ct ON ct.Queue = c.Queue
     WHERE c.Status = 2 AND c.HeartbeatUtc < @loosest
       AND c.HeartbeatUtc < ISNULL(DATEADD(SECOND, -ct.Seconds, @now), @globalCutoff)
@@ -423,10 +428,10 @@ OUTPUT ` + dlqFromDeleted + `, 7,
         + N'Z, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, 7, @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK)
+FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
-    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK)
+    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     WHERE c.Status = 2 AND c.DeadlineUtc < @now
     ORDER BY c.DeadlineUtc
 ) AS x ON x.Id = h.Id
@@ -509,10 +514,10 @@ func (t tableSQL) qPurge() string {
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 ` + filterPrologue + `
 DELETE d
-FROM {{s}}.` + t.name + ` AS d WITH (READPAST, ROWLOCK)
+FROM {{s}}.` + t.name + ` AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
-    FROM {{s}}.` + t.name + ` AS t WITH (READPAST, ROWLOCK)
+    FROM {{s}}.` + t.name + ` AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
     ` + t.where("t") + `
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id
@@ -545,10 +550,10 @@ DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails
 INTO @moved
-FROM {{s}}.JobsDLQ AS d WITH (READPAST, ROWLOCK)
+FROM {{s}}.JobsDLQ AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
-    FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK)
+    FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
     ` + dlq.where("t") + `
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id

@@ -334,25 +334,40 @@ func TestRenderedStatements(t *testing.T) {
 	// rows, in its candidate and on its outer table, so it never waits on a
 	// row another transaction holds (ADR 0016). Purge and resurrect take no
 	// update locks: nothing updates the rows they read.
+	const pick, skip = "UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK", "READPAST, ROWLOCK, READCOMMITTEDLOCK"
 	for name, candidate := range map[string]string{
-		"claim": "UPDLOCK, READPAST, ROWLOCK", "rescueFetched": "UPDLOCK, READPAST, ROWLOCK",
-		"rescueZombies": "UPDLOCK, READPAST, ROWLOCK", "rescueExpired": "UPDLOCK, READPAST, ROWLOCK",
-		"resurrect": "READPAST, ROWLOCK", "purge.dlq": "READPAST, ROWLOCK", "purge.archive": "READPAST, ROWLOCK",
+		"claim": pick, "rescueFetched": pick, "rescueZombies": pick, "rescueExpired": pick,
+		"resurrect": skip, "purge.dlq": skip, "purge.archive": skip,
 	} {
 		if !strings.Contains(all[name], "AS c WITH ("+candidate+")") && !strings.Contains(all[name], "AS t WITH ("+candidate+")") {
 			t.Errorf("%s: the candidate must be read WITH (%s)", name, candidate)
 		}
-		if !regexp.MustCompile(`AS [hd] WITH \(READPAST, ROWLOCK\)`).MatchString(all[name]) {
-			t.Errorf("%s: the outer table must be read WITH (READPAST, ROWLOCK)", name)
+		if !regexp.MustCompile(`AS [hd] WITH \(` + skip + `\)`).MatchString(all[name]) {
+			t.Errorf("%s: the outer table must be read WITH (%s)", name, skip)
 		}
 		if !strings.Contains(all[name], "SELECT TOP (@") {
 			t.Errorf("%s: batch selection must be bounded by TOP", name)
 		}
 	}
-	// The Table Hints page: READCOMMITTEDLOCK next to UPDLOCK is ignored.
+	// READPAST without READCOMMITTEDLOCK reads row versions under
+	// READ_COMMITTED_SNAPSHOT; READPAST in a caller's SNAPSHOT transaction
+	// fails with error 650 (ADR 0016).
+	readpast := regexp.MustCompile(`WITH \(([^)]*READPAST[^)]*)\)`)
 	for name, stmt := range all {
-		if strings.Contains(stmt, "UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK") || strings.Contains(stmt, "UPDLOCK, READCOMMITTEDLOCK") {
-			t.Errorf("%s: READCOMMITTEDLOCK next to UPDLOCK", name)
+		for _, m := range readpast.FindAllStringSubmatch(stmt, -1) {
+			if !strings.Contains(m[1], "READCOMMITTEDLOCK") {
+				t.Errorf("%s: WITH (%s): READPAST without READCOMMITTEDLOCK", name, m[1])
+			}
+		}
+		if strings.Contains(stmt, "READPAST") && !strings.Contains(stmt, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED;") {
+			t.Errorf("%s: READPAST in a statement that does not state READ COMMITTED", name)
+		}
+	}
+	for _, name := range []string{"enqueueKeyedTx", "enqueueBatch"} {
+		if stmt, ok := all[name]; !ok {
+			t.Errorf("no statement %s", name)
+		} else if strings.Contains(stmt, "READPAST") {
+			t.Errorf("%s runs in the caller's transaction, maybe SNAPSHOT: no READPAST", name)
 		}
 	}
 	if strings.Contains(q.claim, "OVER (") {
