@@ -91,10 +91,11 @@ func TestQueryBinding(t *testing.T) {
 			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
 		}
 	}
-	store := reflect.TypeFor[jobs.Store]()
-	for i := range store.NumMethod() {
-		if m := store.Method(i).Name; !methods[m] {
-			t.Errorf("jobs.Store method %s was not exercised: add it to exerciseStore", m)
+	for _, port := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer]()} {
+		for i := range port.NumMethod() {
+			if m := port.Method(i).Name; !methods[m] {
+				t.Errorf("%s method %s was not exercised: add it to exerciseStore", port, m)
+			}
 		}
 	}
 	t.Logf("checked %d calls of %d statements from %d methods", len(rec.calls), len(sent), len(methods))
@@ -176,6 +177,21 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		}},
 		{"DeadLetter", func() error {
 			return s.DeadLetter(ctx, ref, jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "stack"})
+		}},
+		{"StartMany", func() error {
+			_, err := s.StartMany(ctx, []jobs.LeaseRef{ref, ref, {ID: 43, Lease: 1}}, jobs.StartParams{DefaultTimeout: time.Minute})
+			return err
+		}},
+		{"CompleteMany", func() error { _, err := s.CompleteMany(ctx, []jobs.LeaseRef{ref, ref, {ID: 43, Lease: 1}}); return err }},
+		{"RetryMany", func() error {
+			_, err := s.RetryMany(ctx, []jobs.RetryItem{{Ref: ref, Params: jobs.RetryParams{Delay: 1500 * time.Millisecond, Error: "boom"}},
+				{Ref: ref, Params: jobs.RetryParams{}}, {Ref: jobs.LeaseRef{ID: 43, Lease: 1}}})
+			return err
+		}},
+		{"DeadLetterMany", func() error {
+			_, err := s.DeadLetterMany(ctx, []jobs.DeadLetterItem{{Ref: ref, Params: jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "stack"}},
+				{Ref: jobs.LeaseRef{ID: 43, Lease: 1}, Params: jobs.DeadLetterParams{Reason: jobs.ReasonTimeout}}})
+			return err
 		}},
 		{"Release", func() error { _, err := s.Release(ctx, []jobs.LeaseRef{ref, {ID: 43, Lease: 1}}); return err }},
 		{"RescueFetched", func() error { _, err := s.RescueFetched(ctx, jobs.RescueParams{Timeout: time.Minute}); return err }},

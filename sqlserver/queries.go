@@ -40,9 +40,12 @@ import (
 //     bytes go as hex text; times as DATETIME2 with a separate "has" bit;
 //     lists and jobs as table-valued parameters.
 
-// delayFrom is @now plus @<name>Ms milliseconds.
-func delayFrom(name, from string) string {
-	return "DATEADD(MILLISECOND, @" + name + "Ms % 1000, DATEADD(SECOND, @" + name + "Ms / 1000, " + from + "))"
+// delayFrom is from plus @<name>Ms milliseconds.
+func delayFrom(name, from string) string { return addMs("@"+name+"Ms", from) }
+
+// addMs is from plus ms milliseconds, an expression of BIGINT.
+func addMs(ms, from string) string {
+	return "DATEADD(MILLISECOND, " + ms + " % 1000, DATEADD(SECOND, " + ms + " / 1000, " + from + "))"
 }
 
 // agoFrom is @now minus @<name>Ms milliseconds.
@@ -343,6 +346,72 @@ INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
 SELECT @@ROWCOUNT;`
+
+// The batch forms of start, complete, retry and dead-letter (ADR 0018):
+// one statement for many jobs, each matched on Id, RunLease and Status as
+// its one-job form matches it, so a stale ref matches nothing and changes
+// nothing while the others go through. The table-valued parameter has a
+// primary key (Id, Lease), so a target row meets one parameter row at most;
+// FORCESEEK makes each a seek of the clustered key, taken in the
+// parameter's key order, the order every batch statement of a worker
+// locks its rows in. Each returns the refs it moved; the store reports
+// the others lost.
+
+// Fetched -> Processing for many jobs. A job this lease already started is
+// reported as it was started, as qStart does.
+const qStartMany = `SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @started TABLE (Id BIGINT NOT NULL PRIMARY KEY, Lease BIGINT NOT NULL, AttemptCount INT NOT NULL,
+    StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL);
+UPDATE h
+SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
+    DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
+                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END
+OUTPUT inserted.Id, inserted.RunLease, inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
+FROM @refs AS r
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
+WHERE h.Status = 1;
+INSERT INTO @started (Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc)
+SELECT h.Id, h.RunLease, h.AttemptCount, h.StartedAtUtc, h.DeadlineUtc
+FROM @refs AS r
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK) ON h.Id = r.Id AND h.RunLease = r.Lease
+WHERE h.Status = 2 AND NOT EXISTS (SELECT 1 FROM @started AS s WHERE s.Id = h.Id);
+SELECT Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;`
+
+// Processing -> Archive for many jobs, one atomic move.
+const qCompleteMany = `SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DELETE h
+OUTPUT ` + archiveFromDeleted + `
+INTO {{s}}.JobsArchive (` + archiveColumns + `)
+OUTPUT deleted.Id, deleted.RunLease
+FROM @refs AS r
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+WHERE h.Status = 2;`
+
+// Processing -> Pending for many jobs, each with its own delay and error.
+const qRetryMany = `SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+UPDATE h
+SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
+    LastUpdatedUtc = @now, LastError = NULLIF(r.Error, N''), ScheduledAtUtc = ` + "{{retryAtItem}}" + `
+OUTPUT inserted.Id, inserted.RunLease
+FROM @items AS r
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+WHERE h.Status = 2;`
+
+// Processing -> DLQ for many jobs, each with its own reason and details,
+// one atomic move.
+const qDeadLetterMany = `SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DELETE h
+OUTPUT ` + dlqFromDeleted + `, r.Reason, NULLIF(r.Details, N'')
+INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+OUTPUT deleted.Id, deleted.RunLease
+FROM @items AS r
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+WHERE h.Status = 2;`
 
 // Fetched -> Pending for jobs a worker gives back; stale refs match nothing.
 const qRelease = `SET NOCOUNT ON;
@@ -710,6 +779,7 @@ type queries struct {
 	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch string
 	claim, adoptClaim                                    string
 	start, heartbeat, complete, retry, deadLetter        string
+	startMany, completeMany, retryMany, deadLetterMany   string
 	release                                              string
 	rescueFetched, rescueZombies, rescueExpired          string
 	resurrect                                            string
@@ -747,6 +817,7 @@ func render(name string) *queries {
 		"{{hotInserted}}", cols(unifiedHot, "inserted"),
 		"{{defaultDeadline}}", delayFrom("default", "@now"),
 		"{{retryAt}}", delayFrom("delay", "@now"),
+		"{{retryAtItem}}", addMs("r.DelayMs", "@now"),
 		"{{timeoutAgo}}", agoFrom("timeout", "@now"),
 		"{{hotCols}}", cols(unifiedHot, "h"),
 		"{{archiveCols}}", cols(unifiedArchive, "a"),
@@ -765,6 +836,10 @@ func render(name string) *queries {
 		complete:           r.Replace(qComplete),
 		retry:              r.Replace(qRetry),
 		deadLetter:         r.Replace(qDeadLetter),
+		startMany:          r.Replace(qStartMany),
+		completeMany:       r.Replace(qCompleteMany),
+		retryMany:          r.Replace(qRetryMany),
+		deadLetterMany:     r.Replace(qDeadLetterMany),
 		release:            r.Replace(qRelease),
 		rescueFetched:      r.Replace(qRescueFetched),
 		rescueZombies:      r.Replace(qRescueZombies),

@@ -524,15 +524,7 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.Lea
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var r jobs.LeaseRef
-			if err := rows.Scan(&r.ID, &r.Lease); err != nil {
-				return err
-			}
-			beaten[r] = true
-		}
-		return rows.Err()
+		return scanRefs(rows, beaten)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlserver: heartbeat of %d jobs: %w", len(refs), err)

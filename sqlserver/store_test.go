@@ -304,6 +304,7 @@ func renderedStatements() map[string]string {
 		"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx, "jobByKey": q.jobByKey, "enqueueBatch": q.enqueueBatch,
 		"claim": q.claim, "adoptClaim": q.adoptClaim,
 		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "retry": q.retry, "deadLetter": q.deadLetter,
+		"startMany": q.startMany, "completeMany": q.completeMany, "retryMany": q.retryMany, "deadLetterMany": q.deadLetterMany,
 		"release": q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
 		"updateQueue": q.updateQueue, "queueStats": q.queueStats, "ageForTest": q.ageForTest, "queueDepths": q.queueDepths,
@@ -372,6 +373,14 @@ func TestRenderedStatements(t *testing.T) {
 	}
 	if strings.Contains(q.claim, "OVER (") {
 		t.Error("claim: no window function over the backlog")
+	}
+	// Every batch transition is guarded per row by ID, lease and status,
+	// and seeks the clustered key for each parameter row.
+	for _, name := range []string{"startMany", "completeMany", "retryMany", "deadLetterMany", "heartbeat", "release"} {
+		if !strings.Contains(all[name], "AS h WITH (FORCESEEK") || !strings.Contains(all[name], "ON h.Id = r.Id AND h.RunLease = r.Lease") ||
+			!strings.Contains(all[name], "WHERE h.Status = ") {
+			t.Errorf("%s: must seek each row by Id and RunLease and test its Status", name)
+		}
 	}
 	// Every worker transition is guarded by ID, lease and status.
 	for _, name := range []string{"start", "complete", "retry", "deadLetter"} {

@@ -219,6 +219,11 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.start(ref, p, s.now())
+}
+
+// start is Start under s.mu.
+func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (jobs.Started, error) {
 	if j := s.owned(ref, jobs.StatusProcessing); j != nil {
 		// This claim's own start, repeated: report it again (see jobs.Store).
 		return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: j.StartedAt, DeadlineAt: j.DeadlineAt, Timeout: j.DeadlineAt.Sub(j.StartedAt)}, nil
@@ -227,7 +232,6 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	if j == nil {
 		return jobs.Started{}, fmt.Errorf("memstore: start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
-	now := s.now()
 	timeout := p.DefaultTimeout
 	if q := s.queues[j.Queue]; q != nil && q.settings.ExecutionTimeout > 0 {
 		timeout = q.settings.ExecutionTimeout
@@ -265,11 +269,15 @@ func (s *Store) Complete(ctx context.Context, ref jobs.LeaseRef) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.complete(ref, s.now())
+}
+
+// complete is Complete under s.mu.
+func (s *Store) complete(ref jobs.LeaseRef, now time.Time) error {
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
 		return fmt.Errorf("memstore: complete job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
-	now := s.now()
 	s.removeHot(j)
 	j.Table = jobs.TableArchive
 	j.FinishedAt = now
@@ -288,11 +296,15 @@ func (s *Store) Retry(ctx context.Context, ref jobs.LeaseRef, p jobs.RetryParams
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.retry(ref, p, s.now())
+}
+
+// retry is Retry under s.mu.
+func (s *Store) retry(ref jobs.LeaseRef, p jobs.RetryParams, now time.Time) error {
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
 		return fmt.Errorf("memstore: retry job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
-	now := s.now()
 	s.queue(j.Queue).active--
 	toPending(j, now)
 	j.ScheduledAt = now.Add(p.Delay)
@@ -311,11 +323,16 @@ func (s *Store) DeadLetter(ctx context.Context, ref jobs.LeaseRef, p jobs.DeadLe
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.deadLetter(ref, p, s.now())
+}
+
+// deadLetter is DeadLetter under s.mu.
+func (s *Store) deadLetter(ref jobs.LeaseRef, p jobs.DeadLetterParams, now time.Time) error {
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
 		return fmt.Errorf("memstore: dead-letter job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
-	s.toDLQ(j, p.Reason, p.Details, s.now())
+	s.toDLQ(j, p.Reason, p.Details, now)
 	return nil
 }
 

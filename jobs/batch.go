@@ -1,0 +1,71 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+)
+
+// BatchWorker is an optional capability of a Worker: the worker
+// transitions of many jobs in one call, so that a processor running many
+// short jobs pays one round trip for many starts and one for many
+// outcomes (ADR 0018). The processor detects it with a type assertion and
+// falls back to the one-job calls for a store without it.
+//
+// Each job of a batch is fenced on its own, by its ID, lease and expected
+// status, exactly as the one-job call would fence it: a stale ref gets its
+// own ErrLeaseLost and never fails the others. Results are in input order.
+// A ref repeated within a batch is applied once and every occurrence gets
+// that result. An empty batch does nothing and succeeds. A batch larger
+// than MaxWorkerBatch is refused whole. The returned error is for the call
+// (the store could not be reached, the context ended): then nothing is
+// known of any job, and the caller retries the batch, as it would retry a
+// one-job call.
+type BatchWorker interface {
+	// StartMany starts each job as Start would: Fetched -> Processing.
+	// A job already started under the same lease reports that start
+	// again.
+	StartMany(ctx context.Context, refs []LeaseRef, p StartParams) ([]StartResult, error)
+	// CompleteMany moves each job as Complete would: Processing ->
+	// archive. Each result is nil, or an error wrapping ErrLeaseLost.
+	CompleteMany(ctx context.Context, refs []LeaseRef) ([]error, error)
+	// RetryMany returns each job to Pending as Retry would, with its own
+	// delay and error. Each result is nil, an error wrapping ErrLeaseLost,
+	// or a *ValidationError for that item's parameters.
+	RetryMany(ctx context.Context, items []RetryItem) ([]error, error)
+	// DeadLetterMany moves each job to the DLQ as DeadLetter would, with
+	// its own reason and details. Results as for RetryMany.
+	DeadLetterMany(ctx context.Context, items []DeadLetterItem) ([]error, error)
+}
+
+// MaxWorkerBatch caps the jobs of one BatchWorker call: 500 table-valued
+// parameter rows stay well below the 5,000 locks at which SQL Server
+// escalates a statement's row locks to a table lock.
+const MaxWorkerBatch = 500
+
+// StartResult is one job's result of StartMany: what Start would have
+// returned.
+type StartResult struct {
+	Started Started
+	// Err is nil, or wraps ErrLeaseLost.
+	Err error
+}
+
+// RetryItem is one job of RetryMany.
+type RetryItem struct {
+	Ref    LeaseRef
+	Params RetryParams
+}
+
+// DeadLetterItem is one job of DeadLetterMany.
+type DeadLetterItem struct {
+	Ref    LeaseRef
+	Params DeadLetterParams
+}
+
+// CheckBatchSize refuses a batch of more than MaxWorkerBatch jobs.
+func CheckBatchSize(n int) error {
+	if n > MaxWorkerBatch {
+		return &ValidationError{Field: "batch", Value: n, Rule: fmt.Sprintf("at most %d jobs per call", MaxWorkerBatch)}
+	}
+	return nil
+}
