@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 )
 
@@ -68,4 +69,78 @@ func CheckBatchSize(n int) error {
 		return &ValidationError{Field: "batch", Value: n, Rule: fmt.Sprintf("at most %d jobs per call", MaxWorkerBatch)}
 	}
 	return nil
+}
+
+// Batches returns w's batch forms: w itself when it is a BatchWorker,
+// else forms that make one call per job, with the results the contract
+// asks of a batch (in order, a repeated ref answered once). A store
+// wrapper uses it to offer the batch forms whatever it wraps.
+func Batches(w Worker) BatchWorker {
+	if bw, ok := w.(BatchWorker); ok {
+		return bw
+	}
+	return oneByOne{w}
+}
+
+// oneByOne is a BatchWorker made of one-job calls.
+type oneByOne struct{ w Worker }
+
+// eachOnce calls fn for each item, once per distinct ref. An error that is
+// about the job (its lease lost, its parameters refused) is that item's
+// result; any other ends the batch as the call's error, as a batch
+// statement's failure would.
+func eachOnce[T any](ctx context.Context, items []T, ref func(T) LeaseRef, fn func(T) error) ([]error, error) {
+	if err := CheckBatchSize(len(items)); err != nil {
+		return nil, err
+	}
+	out := make([]error, len(items))
+	first := make(map[LeaseRef]int, len(items))
+	for i, it := range items {
+		if j, seen := first[ref(it)]; seen {
+			out[i] = out[j]
+			continue
+		}
+		first[ref(it)] = i
+		err := fn(it)
+		if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrInvalidArgument) {
+			return nil, err
+		}
+		out[i] = err
+	}
+	return out, nil
+}
+
+func self(r LeaseRef) LeaseRef { return r }
+
+func (o oneByOne) StartMany(ctx context.Context, refs []LeaseRef, p StartParams) ([]StartResult, error) {
+	started := make(map[LeaseRef]Started, len(refs))
+	errs, err := eachOnce(ctx, refs, self, func(r LeaseRef) error {
+		st, err := o.w.Start(ctx, r, p)
+		started[r] = st
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StartResult, len(refs))
+	for i, r := range refs {
+		out[i] = StartResult{Started: started[r], Err: errs[i]}
+	}
+	return out, nil
+}
+
+func (o oneByOne) CompleteMany(ctx context.Context, refs []LeaseRef) ([]error, error) {
+	return eachOnce(ctx, refs, self, func(r LeaseRef) error { return o.w.Complete(ctx, r) })
+}
+
+func (o oneByOne) RetryMany(ctx context.Context, items []RetryItem) ([]error, error) {
+	return eachOnce(ctx, items, func(it RetryItem) LeaseRef { return it.Ref }, func(it RetryItem) error {
+		return o.w.Retry(ctx, it.Ref, it.Params)
+	})
+}
+
+func (o oneByOne) DeadLetterMany(ctx context.Context, items []DeadLetterItem) ([]error, error) {
+	return eachOnce(ctx, items, func(it DeadLetterItem) LeaseRef { return it.Ref }, func(it DeadLetterItem) error {
+		return o.w.DeadLetter(ctx, it.Ref, it.Params)
+	})
 }

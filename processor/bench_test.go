@@ -67,12 +67,15 @@ func BenchmarkThroughput(b *testing.B) {
 // (Latency=500us: 500 us per call plus 5 us per row, 4 calls at a time).
 // At 500 us the number of calls decides the throughput.
 func BenchmarkStoreCallsPerJob(b *testing.B) {
+	db := latencystore.Config{Delay: 500 * time.Microsecond, PerRow: 5 * time.Microsecond, Pool: 4}
 	for _, lat := range []struct {
-		name string
-		cfg  latencystore.Config
+		name   string
+		cfg    latencystore.Config
+		linger time.Duration
 	}{
-		{"Latency=0", latencystore.Config{}},
-		{"Latency=500us", latencystore.Config{Delay: 500 * time.Microsecond, PerRow: 5 * time.Microsecond, Pool: 4}},
+		{"Latency=0", latencystore.Config{}, 0},
+		{"Latency=500us", db, 0},
+		{"Latency=500us,Linger=200us", db, 200 * time.Microsecond},
 	} {
 		for _, conc := range []int{8, 64} {
 			b.Run(fmt.Sprintf("%s/Concurrency=%d", lat.name, conc), func(b *testing.B) {
@@ -83,7 +86,7 @@ func BenchmarkStoreCallsPerJob(b *testing.B) {
 				reg := processor.NewRegistry()
 				reg.MustHandle("noop", func(context.Context, *processor.Job) error { return nil })
 				p, err := processor.New(s, reg, processor.Config{WorkerID: "bench", Concurrency: conc,
-					PrefetchSize: max(100, 2*conc), BatchSize: 20, PollInterval: 10 * time.Millisecond})
+					PrefetchSize: max(100, 2*conc), BatchSize: 20, PollInterval: 10 * time.Millisecond, BatchLinger: lat.linger})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -37,6 +37,12 @@ type Config struct {
 	CancelOnHeartbeatFailure bool
 	// ShutdownTimeout is how long Stop lets running handlers finish (30s).
 	ShutdownTimeout time.Duration
+	// BatchLinger is how long a start or an outcome that finds no store
+	// call in flight waits for others to go with it (0: it goes at once;
+	// at most MaxBatchLinger). It applies when the store offers batch forms
+	// (jobs.BatchWorker): requests that arrive while a call is in flight
+	// always go together in the next one (ADR 0018).
+	BatchLinger time.Duration
 	// ReleaseAfter is how long a claimed job may wait in the prefetch
 	// buffer: one that waited longer is released rather than started (5m).
 	// Keep it at most half of the rescue loop's FetchedJobTimeout, so rescue
@@ -159,6 +165,7 @@ const (
 	MaxShutdownTimeout           = time.Hour
 	MaxReleaseAfter              = 12 * time.Hour
 	MaxBackoffMultiplier         = 1000
+	MaxBatchLinger               = time.Millisecond
 )
 
 // Validate checks c as New would use it, defaults applied, and returns the
@@ -206,6 +213,7 @@ func (c Config) validate() error {
 		count("HeartbeatFailureThreshold", c.HeartbeatFailureThreshold, MaxHeartbeatFailureThreshold),
 		between("ShutdownTimeout", c.ShutdownTimeout, 0, MaxShutdownTimeout),
 		between("ReleaseAfter", c.ReleaseAfter, 0, MaxReleaseAfter),
+		between("BatchLinger", c.BatchLinger, 0, MaxBatchLinger),
 		between("Retry.BaseDelay", c.Retry.BaseDelay, 0, jobs.MaxDelay),
 		between("Retry.MaxDelay", c.Retry.MaxDelay, 0, jobs.MaxDelay),
 	} {

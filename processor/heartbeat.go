@@ -121,9 +121,11 @@ func (h *heartbeater) schedule(b *beat, from time.Time) {
 }
 
 // add starts beating for a job that just started.
-func (h *heartbeater) add(ref jobs.LeaseRef, cancel context.CancelCauseFunc, log jobLogger) {
+// add schedules b, a running job's beat the caller owns (its ref, cancel
+// and log set): it is the heartbeater's until remove.
+func (h *heartbeater) add(b *beat) {
+	ref := b.ref
 	h.mu.Lock()
-	b := &beat{ref: ref, cancel: cancel, log: log}
 	h.schedule(b, time.Now())
 	h.beats[ref] = b
 	heap.Push(&h.heap, b)

@@ -45,6 +45,10 @@ type Processor struct {
 
 	paused atomic.Pointer[pausedView]
 
+	// batch coalesces workers' starts and outcomes into batch calls when
+	// the store offers them (jobs.BatchWorker); nil means one call per job.
+	batch *batchers
+
 	mu      sync.Mutex
 	started bool
 	stopped bool
@@ -129,6 +133,10 @@ func (p *Processor) Start(ctx context.Context) error {
 	p.fetchDone, p.workersDone, p.hbDone = make(chan struct{}), make(chan struct{}), make(chan struct{})
 
 	go func() { defer close(p.hbDone); p.hb.run(hbCtx) }()
+	if bw, ok := p.store.(jobs.BatchWorker); ok {
+		p.batch = newBatchers(p.writesCtx, p.store, bw, p.cfg)
+		go p.batch.watch(time.Second)
+	}
 	go func() { defer close(p.fetchDone); p.fetchLoop(fetchCtx) }()
 	var wg sync.WaitGroup
 	for range p.cfg.Concurrency {
@@ -218,6 +226,9 @@ func (p *Processor) Stop(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	p.cancelWrites()
+	if p.batch != nil {
+		p.batch.stop()
+	}
 	p.cancelHB()
 	<-p.hbDone
 	p.cancelRun(errShutdown)
@@ -265,9 +276,11 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 			got, err := p.store.Claim(ctx, jobs.ClaimParams{WorkerID: p.cfg.WorkerID, Queues: queues, Limit: n})
 			if len(got) > 0 {
 				fs := make([]*fetched, len(got))
+				block := make([]fetched, len(got)) // one allocation for the claim
 				view := p.paused.Load()
 				for i, j := range got {
-					fs[i] = &fetched{job: j, claimedAt: claimedAt}
+					block[i] = fetched{job: j, claimedAt: claimedAt}
+					fs[i] = &block[i]
 					if view.queues[j.Queue] {
 						refreshed = time.Time{} // the store gave jobs of a queue we think paused: look again
 					}
@@ -379,6 +392,7 @@ func (p *Processor) release(ctx context.Context, fs []*fetched, why string) int 
 }
 
 func (p *Processor) worker(ctx context.Context) {
+	ws := newWorkerSlots()
 	for {
 		f, ok := p.buf.pop(ctx)
 		if !ok {
@@ -387,19 +401,19 @@ func (p *Processor) worker(ctx context.Context) {
 		if free := p.buf.free(); free >= min(p.cfg.BatchSize, p.cfg.PrefetchSize) {
 			p.Notify()
 		}
-		p.execute(f)
+		p.execute(ws, f)
 	}
 }
 
 // execute starts one buffered job, runs its handler and settles it.
-func (p *Processor) execute(f *fetched) {
+func (p *Processor) execute(ws *workerSlots, f *fetched) {
 	j := f.job
 	log := jobLogger{base: p.log, job: j}
 	if time.Since(f.claimedAt) > p.cfg.ReleaseAfter || p.pausedSinceClaim(f) {
 		p.release(p.writesCtx, []*fetched{f}, "buffered too long or queue paused")
 		return
 	}
-	st, err := p.store.Start(p.writesCtx, j.Ref(), jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
+	st, err := p.startJob(ws, j.Ref())
 	switch {
 	case errors.Is(err, jobs.ErrLeaseLost):
 		p.finished(j, Result{Outcome: OutcomeLeaseLost})
@@ -425,37 +439,70 @@ func (p *Processor) execute(f *fetched) {
 	p.stats.started.Add(1)
 	p.cfg.Observer.JobStarted(j, st)
 	ref := j.Ref()
+	// One context carries every reason to stop the handler: shutdown (from
+	// runCtx), a lost lease or failing heartbeats (the heartbeater), and
+	// the execution deadline (a timer), each as its cause.
 	jobCtx, cancelJob := context.WithCancelCause(p.runCtx)
 	defer cancelJob(nil)
-	p.hb.add(ref, cancelJob, log)
-	defer p.hb.remove(ref)
-
-	execCtx, cancelExec := context.WithTimeoutCause(jobCtx, st.Timeout, errExecutionTimeout)
-	hj := &Job{
-		ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload, Attempt: st.AttemptCount,
-		MaxAttempts: j.MaxAttempts, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt,
-		Deadline: time.Now().Add(st.Timeout),
+	due := time.Now().Add(st.Timeout)
+	rn := &run{
+		job: Job{
+			ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload, Attempt: st.AttemptCount,
+			MaxAttempts: j.MaxAttempts, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt,
+			Deadline: due,
+		},
+		ctx:  withDeadline{Context: jobCtx, at: due},
+		beat: beat{ref: ref, cancel: cancelJob, log: log},
 	}
+	p.hb.add(&rn.beat)
+	defer p.hb.remove(ref)
+	deadline := time.AfterFunc(st.Timeout, rn.expire)
+	execCtx := context.Context(&rn.ctx)
+	hj := &rn.job
 	log.Debug("job started", zap.Int("attempt", st.AttemptCount))
 	p.stats.running.Add(1)
 	began := time.Now()
 	herr := p.call(execCtx, hj)
 	ran := time.Since(began)
 	p.stats.running.Add(-1)
+	deadline.Stop()
 	var cause error
 	if execCtx.Err() != nil {
 		cause = context.Cause(execCtx)
 	}
-	cancelExec()
 	p.hb.finishing(ref)
 	var fail failure
 	if herr != nil {
 		fail = inspect(herr)
 	}
-	r := p.settle(log, ref, hj, fail, herr != nil, cause)
+	r := p.settle(ws, log, ref, hj, fail, herr != nil, cause)
 	r.HandlerErr, r.Duration, r.Interrupted = fail.err, ran, errors.Is(cause, errShutdown)
 	p.finished(j, r)
 }
+
+// run is what one execution needs, in one allocation: the handler's Job
+// and context, and the job's heartbeat schedule.
+type run struct {
+	job  Job
+	ctx  withDeadline
+	beat beat
+}
+
+// expire cancels the handler at its execution deadline.
+func (r *run) expire() { r.beat.cancel(errExecutionTimeout) }
+
+// withDeadline is a handler's context: ctx reports at as its deadline, so
+// a handler passes the execution deadline on (to a database driver, an
+// HTTP client), and the caller's timer cancels ctx at that instant with
+// the cause errExecutionTimeout. One context with a timer costs fewer
+// allocations per job than a deadline context under a cancel context.
+type withDeadline struct {
+	context.Context
+	at time.Time
+}
+
+// Deadline is the execution deadline.
+func (c *withDeadline) Deadline() (time.Time, bool) { return c.at, true }
 
 // finished counts an execution's outcome and tells the observer: the one
 // place every path through execute ends.
@@ -491,7 +538,7 @@ func (p *Processor) call(ctx context.Context, j *Job) (err error) {
 // docs/design.md (Outcomes), and reports what became of it. failed says the
 // handler returned an error; f is what inspect read from it, the only form of
 // it used here.
-func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, f failure, failed bool, cause error) Result {
+func (p *Processor) settle(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j *Job, f failure, failed bool, cause error) Result {
 	if failed && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
 		p.stats.failed.Add(1)
 	}
@@ -500,29 +547,29 @@ func (p *Processor) settle(log jobLogger, ref jobs.LeaseRef, j *Job, f failure, 
 		log.Warn("lease lost: the job was taken away; writing nothing", zap.String("handler_error", jobs.Headline(f.msg, maxLogLine)))
 		return Result{Outcome: OutcomeLeaseLost}
 	case !failed:
-		r := p.write(log, "complete", func(ctx context.Context) error { return p.store.Complete(ctx, ref) })
+		r := p.write(log, "complete", func(ctx context.Context) error { return p.completeJob(ctx, ws, ref) })
 		if r.Outcome == OutcomeSucceeded {
 			log.Debug("job succeeded")
 		}
 		return r
 	case errors.Is(cause, errShutdown):
-		return p.retry(log, ref, 0, "interrupted by shutdown: "+f.msg)
+		return p.retry(ws, log, ref, 0, "interrupted by shutdown: "+f.msg)
 	case errors.Is(cause, errHeartbeatFailure):
-		return p.deadLetter(log, ref, jobs.ReasonHeartbeatFailure, "heartbeats failed; cancelled: "+f.msg)
+		return p.deadLetter(ws, log, ref, jobs.ReasonHeartbeatFailure, "heartbeats failed; cancelled: "+f.msg)
 	case errors.Is(cause, errExecutionTimeout):
-		return p.deadLetter(log, ref, jobs.ReasonTimeout, fmt.Sprintf("execution timeout: the handler ran past its deadline %s: %s", j.Deadline.UTC().Format(time.RFC3339Nano), f.msg))
+		return p.deadLetter(ws, log, ref, jobs.ReasonTimeout, fmt.Sprintf("execution timeout: the handler ran past its deadline %s: %s", j.Deadline.UTC().Format(time.RFC3339Nano), f.msg))
 	case f.permanent:
-		return p.deadLetter(log, ref, jobs.ReasonFatal, f.msg)
+		return p.deadLetter(ws, log, ref, jobs.ReasonFatal, f.msg)
 	case j.Attempt >= j.MaxAttempts:
-		return p.deadLetter(log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %s", j.Attempt, j.MaxAttempts, f.msg))
+		return p.deadLetter(ws, log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %s", j.Attempt, j.MaxAttempts, f.msg))
 	default:
-		return p.retry(log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), f.msg)
+		return p.retry(ws, log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), f.msg)
 	}
 }
 
-func (p *Processor) retry(log jobLogger, ref jobs.LeaseRef, delay time.Duration, msg string) Result {
+func (p *Processor) retry(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, delay time.Duration, msg string) Result {
 	params := jobs.RetryParams{Delay: delay, Error: jobs.Clip(msg, maxLastError)}
-	r := p.write(log, "retry", func(ctx context.Context) error { return p.store.Retry(ctx, ref, params) })
+	r := p.write(log, "retry", func(ctx context.Context) error { return p.retryJob(ctx, ws, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
 		log.Info("job failed, retrying", zap.Duration("delay", delay), zap.String("error", jobs.Headline(msg, maxLogLine)))
 		r.Outcome = OutcomeRetried
@@ -530,9 +577,9 @@ func (p *Processor) retry(log jobLogger, ref jobs.LeaseRef, delay time.Duration,
 	return r
 }
 
-func (p *Processor) deadLetter(log jobLogger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) Result {
+func (p *Processor) deadLetter(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, reason jobs.FailureReason, details string) Result {
 	params := jobs.DeadLetterParams{Reason: reason, Details: jobs.Clip(details, maxDetails)}
-	r := p.write(log, "dead-letter", func(ctx context.Context) error { return p.store.DeadLetter(ctx, ref, params) })
+	r := p.write(log, "dead-letter", func(ctx context.Context) error { return p.deadLetterJob(ctx, ws, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
 		log.Warn("job dead-lettered", zap.Stringer("reason", reason), zap.String("error", jobs.Headline(details, maxLogLine)))
 		r = Result{Outcome: OutcomeDeadLettered, Reason: reason}
@@ -547,9 +594,14 @@ func (p *Processor) deadLetter(log jobLogger, ref jobs.LeaseRef, reason jobs.Fai
 func (p *Processor) write(log jobLogger, op string, fn func(context.Context) error) Result {
 	wait := 100 * time.Millisecond
 	for {
-		ctx, cancel := context.WithTimeout(p.writesCtx, 30*time.Second)
-		err := fn(ctx)
-		cancel()
+		var err error
+		if p.batch != nil { // the batch call has its own bound
+			err = fn(p.writesCtx)
+		} else {
+			ctx, cancel := context.WithTimeout(p.writesCtx, writeTimeout)
+			err = fn(ctx)
+			cancel()
+		}
 		switch {
 		case err == nil:
 			return Result{Outcome: OutcomeSucceeded}

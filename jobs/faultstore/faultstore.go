@@ -241,3 +241,41 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	}
 	return s.Store.Now(ctx)
 }
+
+var _ jobs.BatchWorker = (*Store)(nil)
+
+// StartMany fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store's batch form (one-job calls if it has none).
+func (s *Store) StartMany(ctx context.Context, refs []jobs.LeaseRef, p jobs.StartParams) ([]jobs.StartResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return jobs.Batches(s.Store).StartMany(ctx, refs, p)
+}
+
+// CompleteMany fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store's batch form.
+func (s *Store) CompleteMany(ctx context.Context, refs []jobs.LeaseRef) ([]error, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return jobs.Batches(s.Store).CompleteMany(ctx, refs)
+}
+
+// RetryMany fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store's batch form.
+func (s *Store) RetryMany(ctx context.Context, items []jobs.RetryItem) ([]error, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return jobs.Batches(s.Store).RetryMany(ctx, items)
+}
+
+// DeadLetterMany fails with ErrCut while the wrapper is cut, else calls
+// the wrapped store's batch form.
+func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem) ([]error, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return jobs.Batches(s.Store).DeadLetterMany(ctx, items)
+}

@@ -8,15 +8,12 @@
 //
 // Delays are exact to a few microseconds: time.Sleep alone sleeps a
 // millisecond or more on many machines whatever it is asked, so one pacer
-// goroutine sleeps until shortly before the earliest deadline and spins
-// the rest of the way.
+// goroutine naps (package nap) until each deadline and releases its
+// waiters.
 package latencystore
 
 import (
-	"container/heap"
 	"context"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,7 +81,8 @@ type Store struct {
 	rows   [opCount]atomic.Int64
 }
 
-// New wraps s.
+// New wraps s. The wrapper offers the batch forms (jobs.BatchWorker),
+// each at the cost of one call; Single() is the wrapper without them.
 func New(s jobs.Store, cfg Config) *Store {
 	w := &Store{Store: s, cfg: cfg}
 	if cfg.Delay > 0 || cfg.PerRow > 0 {
@@ -203,99 +201,3 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
 	return call(s, ctx, OpQueues, 1, func() ([]jobs.QueueSettings, error) { return s.Store.Queues(ctx) })
 }
-
-// pacer releases waiters at their deadlines, exactly: it sleeps while the
-// earliest deadline is far, and spins, yielding, once it is near.
-type pacer struct {
-	mu      sync.Mutex
-	waiters deadlines
-	kick    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-}
-
-// spinWithin is how close to a deadline the pacer stops sleeping: more
-// than the oversleep of time.Sleep on a coarse timer.
-const spinWithin = 2 * time.Millisecond
-
-func newPacer() *pacer {
-	p := &pacer{kick: make(chan struct{}, 1), done: make(chan struct{})}
-	go p.run()
-	return p
-}
-
-type waiter struct {
-	at   time.Time
-	wake chan struct{}
-}
-
-type deadlines []waiter
-
-func (d deadlines) Len() int           { return len(d) }
-func (d deadlines) Less(i, j int) bool { return d[i].at.Before(d[j].at) }
-func (d deadlines) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
-func (d *deadlines) Push(x any)        { *d = append(*d, x.(waiter)) }
-func (d *deadlines) Pop() any {
-	old := *d
-	w := old[len(old)-1]
-	*d = old[:len(old)-1]
-	return w
-}
-
-// wait returns d after it was called.
-func (p *pacer) wait(d time.Duration) {
-	w := waiter{at: time.Now().Add(d), wake: make(chan struct{})}
-	p.mu.Lock()
-	heap.Push(&p.waiters, w)
-	p.mu.Unlock()
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-	select {
-	case <-w.wake:
-	case <-p.done:
-	}
-}
-
-func (p *pacer) run() {
-	for {
-		p.mu.Lock()
-		now := time.Now()
-		for len(p.waiters) > 0 && !p.waiters[0].at.After(now) {
-			close(heap.Pop(&p.waiters).(waiter).wake)
-		}
-		var next time.Duration = -1
-		if len(p.waiters) > 0 {
-			next = p.waiters[0].at.Sub(now)
-		}
-		p.mu.Unlock()
-		switch {
-		case next < 0: // nobody waits
-			select {
-			case <-p.kick:
-			case <-p.done:
-				return
-			}
-		case next > spinWithin:
-			t := time.NewTimer(next - spinWithin)
-			select {
-			case <-t.C:
-			case <-p.kick:
-			case <-p.done:
-				t.Stop()
-				return
-			}
-			t.Stop()
-		default:
-			select {
-			case <-p.done:
-				return
-			default:
-			}
-			runtime.Gosched()
-		}
-	}
-}
-
-func (p *pacer) close() { p.once.Do(func() { close(p.done) }) }

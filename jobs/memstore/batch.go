@@ -23,21 +23,33 @@ func batch[T, R any](ctx context.Context, s *Store, items []T, ref func(T) jobs.
 	if len(items) == 0 {
 		return out, nil
 	}
+	// A small batch finds its repeats by a scan: no map to allocate.
 	var first map[jobs.LeaseRef]int
-	if len(items) > 1 {
+	if len(items) > smallBatch {
 		first = make(map[jobs.LeaseRef]int, len(items))
+	}
+	earlier := func(i int, r jobs.LeaseRef) (int, bool) {
+		if first == nil {
+			for j := range i {
+				if ref(items[j]) == r {
+					return j, true
+				}
+			}
+			return 0, false
+		}
+		j, seen := first[r]
+		if !seen {
+			first[r] = i
+		}
+		return j, seen
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	for i, it := range items {
-		if first != nil {
-			r := ref(it)
-			if j, seen := first[r]; seen {
-				out[i] = out[j]
-				continue
-			}
-			first[r] = i
+		if j, seen := earlier(i, ref(it)); seen {
+			out[i] = out[j]
+			continue
 		}
 		out[i] = apply(it, now)
 	}
@@ -45,6 +57,10 @@ func batch[T, R any](ctx context.Context, s *Store, items []T, ref func(T) jobs.
 }
 
 func self(r jobs.LeaseRef) jobs.LeaseRef { return r }
+
+// smallBatch is the size up to which a batch looks for repeated refs by
+// scanning instead of with a map.
+const smallBatch = 16
 
 // StartMany implements jobs.BatchWorker.
 func (s *Store) StartMany(ctx context.Context, refs []jobs.LeaseRef, p jobs.StartParams) ([]jobs.StartResult, error) {

@@ -173,6 +173,7 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 	defer s.mu.Unlock()
 	now := s.now()
 	var out []*jobs.Job
+	var block []jobs.Job // the copies handed out, allocated a block at a time
 	for _, name := range uniq(p.Queues) {
 		q := s.queues[name]
 		if q == nil || q.settings.Paused {
@@ -194,7 +195,16 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			j.Lease++
 			j.LastUpdatedAt = now
 			q.active++
-			out = append(out, j.Clone())
+			if len(block) == cap(block) {
+				block = make([]jobs.Job, 0, min(p.Limit-len(out), 64))
+				if out == nil {
+					out = make([]*jobs.Job, 0, min(p.Limit, 64))
+				}
+			}
+			block = append(block, *j)
+			c := &block[len(block)-1]
+			c.Payload, c.Tags = bytes.Clone(j.Payload), slices.Clone(j.Tags)
+			out = append(out, c)
 		}
 	}
 	return out, nil

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package latencystore
+
+func newAlarm() alarm { return newSpinAlarm() }

@@ -1,0 +1,345 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// errBatcherStopped answers a request made after the processor stopped
+// (a handler abandoned at shutdown that returned later).
+var errBatcherStopped = errors.New("processor: stopped; the outcome is left to rescue")
+
+// slot is one worker's request to a batcher: each worker has its own and
+// reuses it, since it waits for each answer before asking again, so a
+// request allocates nothing.
+type slot[Req, Res any] struct {
+	req  Req
+	res  Res
+	err  error
+	lead bool          // set with a wake-up that hands this worker the lead
+	done chan struct{} // one wake-up at a time: the lead, or the answer
+}
+
+func newSlot[Req, Res any]() *slot[Req, Res] { return &slot[Req, Res]{done: make(chan struct{}, 1)} }
+
+// batcher coalesces what workers hand it into store calls, group-commit
+// style (ADR 0018). When no call is in flight, the worker that asks makes
+// the call itself, at once or after linger, with whatever has queued; while
+// a call is in flight, requests queue, and the first of them leads the
+// next call as soon as the one in flight returns, with all that queued (at
+// most max). Every request gets its own answer, and its worker waits for
+// it exactly as it would wait for a call of its own, so what a crash can
+// lose does not change. No goroutine of its own: an uncontended request
+// costs what a direct call costs.
+type batcher[Req, Res any] struct {
+	call func(ctx context.Context, reqs []Req) ([]Res, error)
+	// one sends a batch of one: the store's one-job call, which costs the
+	// same round trip and allocates no result slice.
+	one    func(ctx context.Context, req Req) (Res, error)
+	linger time.Duration
+	max    int
+	peers  int             // the workers that may ask: a linger ends once all have
+	ctx    context.Context // bounds every call (the processor's writes)
+
+	mu sync.Mutex
+	// callCtx is the context of every call, cancelled by the watchdog when
+	// one runs longer than writeTimeout (since is when the call in flight
+	// began, zero when none is) and then made anew: one context for all
+	// calls, so a call allocates none.
+	callCtx    context.Context
+	cancelCall context.CancelFunc
+	since      time.Time
+	queue      []*slot[Req, Res]
+	busy       bool // a worker leads: a call is in flight or about to be
+	stopped    bool
+
+	// batch and reqs are the leader's buffers, reused: only the leader
+	// touches them, and there is one at a time.
+	batch []*slot[Req, Res]
+	reqs  []Req
+}
+
+func newBatcher[Req, Res any](ctx context.Context, cfg Config, call func(context.Context, []Req) ([]Res, error),
+	one func(context.Context, Req) (Res, error)) *batcher[Req, Res] {
+	b := &batcher[Req, Res]{call: call, one: one, linger: cfg.BatchLinger, max: jobs.MaxWorkerBatch, peers: cfg.Concurrency, ctx: ctx}
+	b.callCtx, b.cancelCall = context.WithCancel(ctx)
+	return b
+}
+
+// do sends s.req in the next call and waits for its answer.
+func (b *batcher[Req, Res]) do(s *slot[Req, Res]) (Res, error) {
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		var zero Res
+		return zero, errBatcherStopped
+	}
+	b.queue = append(b.queue, s)
+	leader := !b.busy
+	b.busy = true
+	b.mu.Unlock()
+	if leader {
+		if b.linger > 0 {
+			b.lingerFor(b.linger) // company for the first request after a quiet spell
+		}
+		b.lead()
+	}
+	<-s.done
+	for s.lead { // the previous leader handed this worker the next call
+		s.lead = false
+		b.lead()
+		<-s.done
+	}
+	return s.res, s.err
+}
+
+// lead makes one call with what has queued (the leader's own request
+// first among them), answers each request, and then hands the lead to
+// the first request that queued meanwhile, or, if none did, gives it up.
+func (b *batcher[Req, Res]) lead() {
+	b.mu.Lock()
+	n := min(len(b.queue), b.max)
+	b.batch = append(b.batch[:0], b.queue[:n]...)
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	ctx := b.callCtx
+	b.since = time.Now()
+	b.mu.Unlock()
+
+	var res []Res
+	var err error
+	if len(b.batch) == 1 {
+		s := b.batch[0]
+		s.res, err = b.one(ctx, s.req)
+	} else {
+		b.reqs = b.reqs[:0]
+		for _, s := range b.batch {
+			b.reqs = append(b.reqs, s.req)
+		}
+		res, err = b.call(ctx, b.reqs)
+		if err == nil && len(res) != len(b.batch) {
+			err = errors.New("processor: the store answered a batch with the wrong number of results")
+		}
+	}
+	b.mu.Lock()
+	b.since = time.Time{}
+	if ctx.Err() != nil && b.ctx.Err() == nil { // the watchdog cut this call
+		b.callCtx, b.cancelCall = context.WithCancel(b.ctx)
+	}
+	b.mu.Unlock()
+	for i, s := range b.batch {
+		switch {
+		case err != nil:
+			var zero Res
+			s.res, s.err = zero, err
+		case res != nil:
+			s.res, s.err = res[i], nil
+		default: // a batch of one: s.res is set
+			s.err = nil
+		}
+		s.done <- struct{}{}
+	}
+	clear(b.batch)
+	// The buffers are free: only now may another worker lead.
+	var next *slot[Req, Res]
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		next = b.queue[0]
+	} else {
+		b.busy = false
+	}
+	b.mu.Unlock()
+	if next != nil {
+		next.lead = true
+		next.done <- struct{}{}
+	}
+}
+
+// expire cuts the call in flight if it began more than limit before now.
+func (b *batcher[Req, Res]) expire(now time.Time, limit time.Duration) {
+	b.mu.Lock()
+	if !b.since.IsZero() && now.Sub(b.since) > limit {
+		b.cancelCall()
+	}
+	b.mu.Unlock()
+}
+
+// lingerFor waits d, or until every worker has queued a request, since
+// then no one else can come. A linger is shorter than a millisecond, which
+// time.Sleep cannot wait on many machines (it rounds up to the timer's
+// resolution), and a sleeping thread holds its processor until the
+// runtime notices, keeping from it the very workers being waited for: so
+// the leader yields until the instant instead.
+func (b *batcher[Req, Res]) lingerFor(d time.Duration) {
+	until := time.Now().Add(d)
+	for time.Now().Before(until) {
+		b.mu.Lock()
+		all := len(b.queue) >= b.peers
+		b.mu.Unlock()
+		if all {
+			return
+		}
+		runtime.Gosched()
+	}
+}
+
+// stop refuses requests from now on; a call in flight finishes and
+// answers its requests, and what queued behind it still goes out.
+func (b *batcher[Req, Res]) stop() {
+	b.mu.Lock()
+	b.stopped = true
+	b.mu.Unlock()
+}
+
+// batchers are a processor's four coalescers, one per worker transition,
+// each with its own call in flight, and the watchdog that bounds their
+// calls.
+type batchers struct {
+	watchDone chan struct{}
+
+	starts      *batcher[jobs.LeaseRef, jobs.StartResult]
+	completes   *batcher[jobs.LeaseRef, error]
+	retries     *batcher[jobs.RetryItem, error]
+	deadLetters *batcher[jobs.DeadLetterItem, error]
+}
+
+// writeTimeout bounds one store call of a worker's transition.
+const writeTimeout = 30 * time.Second
+
+func newBatchers(ctx context.Context, w jobs.Worker, bw jobs.BatchWorker, cfg Config) *batchers {
+	sp := jobs.StartParams{DefaultTimeout: cfg.DefaultTimeout}
+	return &batchers{
+		watchDone: make(chan struct{}),
+		starts: newBatcher(ctx, cfg,
+			func(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.StartResult, error) {
+				return bw.StartMany(ctx, refs, sp)
+			},
+			func(ctx context.Context, ref jobs.LeaseRef) (jobs.StartResult, error) {
+				st, err := w.Start(ctx, ref, sp)
+				return jobs.StartResult{Started: st, Err: err}, callError(err)
+			}),
+		completes: newBatcher(ctx, cfg, bw.CompleteMany,
+			func(ctx context.Context, ref jobs.LeaseRef) (error, error) {
+				err := w.Complete(ctx, ref)
+				return err, callError(err)
+			}),
+		retries: newBatcher(ctx, cfg, bw.RetryMany,
+			func(ctx context.Context, it jobs.RetryItem) (error, error) {
+				err := w.Retry(ctx, it.Ref, it.Params)
+				return err, callError(err)
+			}),
+		deadLetters: newBatcher(ctx, cfg, bw.DeadLetterMany,
+			func(ctx context.Context, it jobs.DeadLetterItem) (error, error) {
+				err := w.DeadLetter(ctx, it.Ref, it.Params)
+				return err, callError(err)
+			}),
+	}
+}
+
+// callError is err when it is about the call (the store unreachable, the
+// context ended), nil when it is about the job alone (its lease lost, its
+// parameters refused), as a batch call reports them.
+func callError(err error) error {
+	if err == nil || errors.Is(err, jobs.ErrLeaseLost) || errors.Is(err, jobs.ErrInvalidArgument) {
+		return nil
+	}
+	return err
+}
+
+// watch cuts any call that runs longer than writeTimeout, checking every
+// tick, until stop. A cut call fails its requests, and their workers
+// retry them as they would retry a failed call of their own.
+func (b *batchers) watch(tick time.Duration) {
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.watchDone:
+			return
+		case now := <-t.C:
+			b.starts.expire(now, writeTimeout)
+			b.completes.expire(now, writeTimeout)
+			b.retries.expire(now, writeTimeout)
+			b.deadLetters.expire(now, writeTimeout)
+		}
+	}
+}
+
+func (b *batchers) stop() {
+	close(b.watchDone)
+	b.starts.stop()
+	b.completes.stop()
+	b.retries.stop()
+	b.deadLetters.stop()
+}
+
+// workerSlots are one worker's requests, reused job after job.
+type workerSlots struct {
+	start      *slot[jobs.LeaseRef, jobs.StartResult]
+	complete   *slot[jobs.LeaseRef, error]
+	retry      *slot[jobs.RetryItem, error]
+	deadLetter *slot[jobs.DeadLetterItem, error]
+}
+
+func newWorkerSlots() *workerSlots {
+	return &workerSlots{
+		start:      newSlot[jobs.LeaseRef, jobs.StartResult](),
+		complete:   newSlot[jobs.LeaseRef, error](),
+		retry:      newSlot[jobs.RetryItem, error](),
+		deadLetter: newSlot[jobs.DeadLetterItem, error](),
+	}
+}
+
+// answer is a batch request's error: the call's, else the job's own.
+func answer(own, call error) error {
+	if call != nil {
+		return call
+	}
+	return own
+}
+
+// startJob starts one job, in the next batch when the store has them.
+func (p *Processor) startJob(ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, error) {
+	if p.batch == nil {
+		return p.store.Start(p.writesCtx, ref, jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
+	}
+	ws.start.req = ref
+	r, err := p.batch.starts.do(ws.start)
+	return r.Started, answer(r.Err, err)
+}
+
+// completeJob, retryJob and deadLetterJob write one outcome, in the next
+// batch when the store has them; ctx bounds the one-job call only (a
+// batch call has its own bound).
+func (p *Processor) completeJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef) error {
+	if p.batch == nil {
+		return p.store.Complete(ctx, ref)
+	}
+	ws.complete.req = ref
+	own, err := p.batch.completes.do(ws.complete)
+	return answer(own, err)
+}
+
+func (p *Processor) retryJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, params jobs.RetryParams) error {
+	if p.batch == nil {
+		return p.store.Retry(ctx, ref, params)
+	}
+	ws.retry.req = jobs.RetryItem{Ref: ref, Params: params}
+	own, err := p.batch.retries.do(ws.retry)
+	return answer(own, err)
+}
+
+func (p *Processor) deadLetterJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, params jobs.DeadLetterParams) error {
+	if p.batch == nil {
+		return p.store.DeadLetter(ctx, ref, params)
+	}
+	ws.deadLetter.req = jobs.DeadLetterItem{Ref: ref, Params: params}
+	own, err := p.batch.deadLetters.do(ws.deadLetter)
+	return answer(own, err)
+}
