@@ -36,6 +36,35 @@ type BatchWorker interface {
 	// DeadLetterMany moves each job to the DLQ as DeadLetter would, with
 	// its own reason and details. Results as for RetryMany.
 	DeadLetterMany(ctx context.Context, items []DeadLetterItem) ([]error, error)
+	// Transition applies the four forms in one call (one round trip):
+	// the starts, then the completes, the retries and the dead letters,
+	// each list as its own form would apply it. A processor sends the
+	// starts of some workers with the outcomes of others in one call
+	// (ADR 0018). At most MaxWorkerBatch jobs in all.
+	Transition(ctx context.Context, t Transitions) (TransitionResults, error)
+}
+
+// Transitions are the worker transitions of many jobs, for one call.
+type Transitions struct {
+	Starts      []LeaseRef
+	StartParams StartParams // for every start
+	Completes   []LeaseRef
+	Retries     []RetryItem
+	DeadLetters []DeadLetterItem
+}
+
+// Len is the number of jobs in t.
+func (t Transitions) Len() int {
+	return len(t.Starts) + len(t.Completes) + len(t.Retries) + len(t.DeadLetters)
+}
+
+// TransitionResults are a Transition's results, list by list, in the
+// order of its lists.
+type TransitionResults struct {
+	Starts      []StartResult
+	Completes   []error
+	Retries     []error
+	DeadLetters []error
 }
 
 // MaxWorkerBatch caps the jobs of one BatchWorker call: 500 table-valued
@@ -111,6 +140,42 @@ func eachOnce[T any](ctx context.Context, items []T, ref func(T) LeaseRef, fn fu
 }
 
 func self(r LeaseRef) LeaseRef { return r }
+
+// Transition applies the lists one form after the other, as four calls.
+func (o oneByOne) Transition(ctx context.Context, t Transitions) (TransitionResults, error) {
+	return TransitionOf(ctx, o, t)
+}
+
+// TransitionOf is Transition made of bw's four batch forms, one call each
+// for the lists that are not empty: for a store that has no cheaper way.
+func TransitionOf(ctx context.Context, bw BatchWorker, t Transitions) (TransitionResults, error) {
+	var r TransitionResults
+	if err := CheckBatchSize(t.Len()); err != nil {
+		return r, err
+	}
+	var err error
+	if len(t.Starts) > 0 {
+		if r.Starts, err = bw.StartMany(ctx, t.Starts, t.StartParams); err != nil {
+			return TransitionResults{}, err
+		}
+	}
+	if len(t.Completes) > 0 {
+		if r.Completes, err = bw.CompleteMany(ctx, t.Completes); err != nil {
+			return TransitionResults{}, err
+		}
+	}
+	if len(t.Retries) > 0 {
+		if r.Retries, err = bw.RetryMany(ctx, t.Retries); err != nil {
+			return TransitionResults{}, err
+		}
+	}
+	if len(t.DeadLetters) > 0 {
+		if r.DeadLetters, err = bw.DeadLetterMany(ctx, t.DeadLetters); err != nil {
+			return TransitionResults{}, err
+		}
+	}
+	return r, nil
+}
 
 func (o oneByOne) StartMany(ctx context.Context, refs []LeaseRef, p StartParams) ([]StartResult, error) {
 	started := make(map[LeaseRef]Started, len(refs))

@@ -197,16 +197,37 @@ func (b *batcher[Req, Res]) stop() {
 	b.mu.Unlock()
 }
 
-// batchers are a processor's four coalescers, one per worker transition,
-// each with its own call in flight, and the watchdog that bounds their
-// calls.
+// batchers are a processor's coalescer of worker transitions: one call in
+// flight carries the starts of some workers and the outcomes of others
+// (jobs.BatchWorker.Transition), and a watchdog bounds it.
 type batchers struct {
 	watchDone chan struct{}
+	all       *batcher[transition, transitionResult]
+}
 
-	starts      *batcher[jobs.LeaseRef, jobs.StartResult]
-	completes   *batcher[jobs.LeaseRef, error]
-	retries     *batcher[jobs.RetryItem, error]
-	deadLetters *batcher[jobs.DeadLetterItem, error]
+// transition is one worker's request: start, complete, retry or
+// dead-letter one job.
+type transition struct {
+	kind       transitionKind
+	ref        jobs.LeaseRef
+	retry      jobs.RetryParams
+	deadLetter jobs.DeadLetterParams
+}
+
+type transitionKind uint8
+
+const (
+	transitionStart transitionKind = iota
+	transitionComplete
+	transitionRetry
+	transitionDeadLetter
+)
+
+// transitionResult is one request's answer: the start's report, and the
+// job's own error (its lease lost, its parameters refused), nil if done.
+type transitionResult struct {
+	started jobs.Started
+	err     error
 }
 
 // writeTimeout bounds one store call of a worker's transition.
@@ -214,32 +235,68 @@ const writeTimeout = 30 * time.Second
 
 func newBatchers(ctx context.Context, w jobs.Worker, bw jobs.BatchWorker, cfg Config) *batchers {
 	sp := jobs.StartParams{DefaultTimeout: cfg.DefaultTimeout}
-	return &batchers{
-		watchDone: make(chan struct{}),
-		starts: newBatcher(ctx, cfg,
-			func(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.StartResult, error) {
-				return bw.StartMany(ctx, refs, sp)
-			},
-			func(ctx context.Context, ref jobs.LeaseRef) (jobs.StartResult, error) {
-				st, err := w.Start(ctx, ref, sp)
-				return jobs.StartResult{Started: st, Err: err}, callError(err)
-			}),
-		completes: newBatcher(ctx, cfg, bw.CompleteMany,
-			func(ctx context.Context, ref jobs.LeaseRef) (error, error) {
-				err := w.Complete(ctx, ref)
-				return err, callError(err)
-			}),
-		retries: newBatcher(ctx, cfg, bw.RetryMany,
-			func(ctx context.Context, it jobs.RetryItem) (error, error) {
-				err := w.Retry(ctx, it.Ref, it.Params)
-				return err, callError(err)
-			}),
-		deadLetters: newBatcher(ctx, cfg, bw.DeadLetterMany,
-			func(ctx context.Context, it jobs.DeadLetterItem) (error, error) {
-				err := w.DeadLetter(ctx, it.Ref, it.Params)
-				return err, callError(err)
-			}),
+	many := func(ctx context.Context, reqs []transition) ([]transitionResult, error) {
+		return transitionMany(ctx, bw, sp, reqs)
 	}
+	one := func(ctx context.Context, t transition) (transitionResult, error) {
+		var r transitionResult
+		switch t.kind {
+		case transitionStart:
+			r.started, r.err = w.Start(ctx, t.ref, sp)
+		case transitionComplete:
+			r.err = w.Complete(ctx, t.ref)
+		case transitionRetry:
+			r.err = w.Retry(ctx, t.ref, t.retry)
+		case transitionDeadLetter:
+			r.err = w.DeadLetter(ctx, t.ref, t.deadLetter)
+		}
+		return r, callError(r.err)
+	}
+	return &batchers{watchDone: make(chan struct{}), all: newBatcher(ctx, cfg, many, one)}
+}
+
+// transitionMany sends reqs as one Transition and hands each its answer.
+func transitionMany(ctx context.Context, bw jobs.BatchWorker, sp jobs.StartParams, reqs []transition) ([]transitionResult, error) {
+	t := jobs.Transitions{StartParams: sp}
+	at := make([]int, len(reqs)) // each request's place in its list
+	for i, r := range reqs {
+		switch r.kind {
+		case transitionStart:
+			at[i] = len(t.Starts)
+			t.Starts = append(t.Starts, r.ref)
+		case transitionComplete:
+			at[i] = len(t.Completes)
+			t.Completes = append(t.Completes, r.ref)
+		case transitionRetry:
+			at[i] = len(t.Retries)
+			t.Retries = append(t.Retries, jobs.RetryItem{Ref: r.ref, Params: r.retry})
+		case transitionDeadLetter:
+			at[i] = len(t.DeadLetters)
+			t.DeadLetters = append(t.DeadLetters, jobs.DeadLetterItem{Ref: r.ref, Params: r.deadLetter})
+		}
+	}
+	res, err := bw.Transition(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Starts) != len(t.Starts) || len(res.Completes) != len(t.Completes) ||
+		len(res.Retries) != len(t.Retries) || len(res.DeadLetters) != len(t.DeadLetters) {
+		return nil, errors.New("processor: the store answered a batch with the wrong number of results")
+	}
+	out := make([]transitionResult, len(reqs))
+	for i, r := range reqs {
+		switch r.kind {
+		case transitionStart:
+			out[i] = transitionResult{started: res.Starts[at[i]].Started, err: res.Starts[at[i]].Err}
+		case transitionComplete:
+			out[i].err = res.Completes[at[i]]
+		case transitionRetry:
+			out[i].err = res.Retries[at[i]]
+		case transitionDeadLetter:
+			out[i].err = res.DeadLetters[at[i]]
+		}
+	}
+	return out, nil
 }
 
 // callError is err when it is about the call (the store unreachable, the
@@ -252,7 +309,7 @@ func callError(err error) error {
 	return err
 }
 
-// watch cuts any call that runs longer than writeTimeout, checking every
+// watch cuts a call that runs longer than writeTimeout, checking every
 // tick, until stop. A cut call fails its requests, and their workers
 // retry them as they would retry a failed call of their own.
 func (b *batchers) watch(tick time.Duration) {
@@ -263,45 +320,33 @@ func (b *batchers) watch(tick time.Duration) {
 		case <-b.watchDone:
 			return
 		case now := <-t.C:
-			b.starts.expire(now, writeTimeout)
-			b.completes.expire(now, writeTimeout)
-			b.retries.expire(now, writeTimeout)
-			b.deadLetters.expire(now, writeTimeout)
+			b.all.expire(now, writeTimeout)
 		}
 	}
 }
 
 func (b *batchers) stop() {
 	close(b.watchDone)
-	b.starts.stop()
-	b.completes.stop()
-	b.retries.stop()
-	b.deadLetters.stop()
+	b.all.stop()
 }
 
-// workerSlots are one worker's requests, reused job after job.
+// workerSlots are one worker's request, reused job after job.
 type workerSlots struct {
-	start      *slot[jobs.LeaseRef, jobs.StartResult]
-	complete   *slot[jobs.LeaseRef, error]
-	retry      *slot[jobs.RetryItem, error]
-	deadLetter *slot[jobs.DeadLetterItem, error]
+	t *slot[transition, transitionResult]
 }
 
 func newWorkerSlots() *workerSlots {
-	return &workerSlots{
-		start:      newSlot[jobs.LeaseRef, jobs.StartResult](),
-		complete:   newSlot[jobs.LeaseRef, error](),
-		retry:      newSlot[jobs.RetryItem, error](),
-		deadLetter: newSlot[jobs.DeadLetterItem, error](),
-	}
+	return &workerSlots{t: newSlot[transition, transitionResult]()}
 }
 
-// answer is a batch request's error: the call's, else the job's own.
-func answer(own, call error) error {
-	if call != nil {
-		return call
+// do sends one transition of a worker through the batcher.
+func (p *Processor) do(ws *workerSlots, t transition) (transitionResult, error) {
+	ws.t.req = t
+	r, err := p.batch.all.do(ws.t)
+	if err != nil {
+		return transitionResult{}, err
 	}
-	return own
+	return r, nil
 }
 
 // startJob starts one job, in the next batch when the store has them.
@@ -309,9 +354,11 @@ func (p *Processor) startJob(ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, 
 	if p.batch == nil {
 		return p.store.Start(p.writesCtx, ref, jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
 	}
-	ws.start.req = ref
-	r, err := p.batch.starts.do(ws.start)
-	return r.Started, answer(r.Err, err)
+	r, err := p.do(ws, transition{kind: transitionStart, ref: ref})
+	if err != nil {
+		return jobs.Started{}, err
+	}
+	return r.started, r.err
 }
 
 // completeJob, retryJob and deadLetterJob write one outcome, in the next
@@ -321,25 +368,30 @@ func (p *Processor) completeJob(ctx context.Context, ws *workerSlots, ref jobs.L
 	if p.batch == nil {
 		return p.store.Complete(ctx, ref)
 	}
-	ws.complete.req = ref
-	own, err := p.batch.completes.do(ws.complete)
-	return answer(own, err)
+	r, err := p.do(ws, transition{kind: transitionComplete, ref: ref})
+	return answer(r.err, err)
 }
 
 func (p *Processor) retryJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, params jobs.RetryParams) error {
 	if p.batch == nil {
 		return p.store.Retry(ctx, ref, params)
 	}
-	ws.retry.req = jobs.RetryItem{Ref: ref, Params: params}
-	own, err := p.batch.retries.do(ws.retry)
-	return answer(own, err)
+	r, err := p.do(ws, transition{kind: transitionRetry, ref: ref, retry: params})
+	return answer(r.err, err)
 }
 
 func (p *Processor) deadLetterJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, params jobs.DeadLetterParams) error {
 	if p.batch == nil {
 		return p.store.DeadLetter(ctx, ref, params)
 	}
-	ws.deadLetter.req = jobs.DeadLetterItem{Ref: ref, Params: params}
-	own, err := p.batch.deadLetters.do(ws.deadLetter)
-	return answer(own, err)
+	r, err := p.do(ws, transition{kind: transitionDeadLetter, ref: ref, deadLetter: params})
+	return answer(r.err, err)
+}
+
+// answer is a batch request's error: the call's, else the job's own.
+func answer(own, call error) error {
+	if call != nil {
+		return call
+	}
+	return own
 }

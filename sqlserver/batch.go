@@ -28,143 +28,171 @@ type deadLetterRow struct {
 	Details string
 }
 
-// StartMany implements jobs.BatchWorker: one statement for every ref.
+// The lists of qTransition, as its rows name them.
+const (
+	kindStart      = 1
+	kindComplete   = 2
+	kindRetry      = 3
+	kindDeadLetter = 4
+)
+
+// transitioned is what qTransition reports it moved.
+type transitioned struct {
+	started map[jobs.LeaseRef]jobs.Started
+	moved   [kindDeadLetter + 1]map[jobs.LeaseRef]bool
+}
+
+// Transition implements jobs.BatchWorker: one round trip, one statement
+// per list (qTransition).
+func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.TransitionResults, error) {
+	var r jobs.TransitionResults
+	if err := jobs.CheckBatchSize(t.Len()); err != nil {
+		return r, err
+	}
+	if len(t.Starts) > 0 {
+		if err := t.StartParams.Validate(); err != nil {
+			return r, err
+		}
+	}
+	r.Retries, r.DeadLetters = make([]error, len(t.Retries)), make([]error, len(t.DeadLetters))
+	retries := make([]retryRow, 0, len(t.Retries))
+	seen := make(map[jobs.LeaseRef]bool, len(t.Retries)+len(t.DeadLetters))
+	for i, it := range t.Retries {
+		if err := it.Params.Validate(); err != nil {
+			r.Retries[i] = err
+		} else if !seen[it.Ref] { // the first occurrence decides (jobs.BatchWorker)
+			seen[it.Ref] = true
+			retries = append(retries, retryRow{ID: it.Ref.ID, Lease: it.Ref.Lease, DelayMs: it.Params.Delay.Milliseconds(), Error: it.Params.Error})
+		}
+	}
+	clear(seen)
+	deadLetters := make([]deadLetterRow, 0, len(t.DeadLetters))
+	for i, it := range t.DeadLetters {
+		if err := it.Params.Validate(); err != nil {
+			r.DeadLetters[i] = err
+		} else if !seen[it.Ref] {
+			seen[it.Ref] = true
+			deadLetters = append(deadLetters, deadLetterRow{ID: it.Ref.ID, Lease: it.Ref.Lease, Reason: int32(it.Params.Reason), Details: it.Params.Details})
+		}
+	}
+	if len(t.Starts)+len(t.Completes)+len(retries)+len(deadLetters) > 0 {
+		var got transitioned
+		err := s.do(ctx, "transition", idempotent, func(ctx context.Context) error {
+			rows, err := s.db.QueryContext(ctx, s.q.transition,
+				named("starts", s.leaseTVP(t.Starts)), named("completes", s.leaseTVP(t.Completes)),
+				named("retries", mssql.TVP{TypeName: s.schema + ".RetryList", Value: retries}),
+				named("deadLetters", mssql.TVP{TypeName: s.schema + ".DeadLetterList", Value: deadLetters}),
+				named("defaultMs", t.StartParams.DefaultTimeout.Milliseconds()))
+			if err != nil {
+				return err
+			}
+			got, err = scanTransitioned(rows)
+			return err
+		})
+		if err != nil {
+			return jobs.TransitionResults{}, fmt.Errorf("sqlserver: transition of %d jobs: %w", t.Len(), err)
+		}
+		r.Starts = make([]jobs.StartResult, len(t.Starts))
+		for i, ref := range t.Starts {
+			if st, ok := got.started[ref]; ok {
+				r.Starts[i].Started = st
+			} else {
+				r.Starts[i].Err = lost("start", ref)
+			}
+		}
+		r.Completes = make([]error, len(t.Completes))
+		for i, ref := range t.Completes {
+			if !got.moved[kindComplete][ref] {
+				r.Completes[i] = lost("complete", ref)
+			}
+		}
+		for i, it := range t.Retries {
+			if r.Retries[i] == nil && !got.moved[kindRetry][it.Ref] {
+				r.Retries[i] = lost("retry", it.Ref)
+			}
+		}
+		for i, it := range t.DeadLetters {
+			if r.DeadLetters[i] == nil && !got.moved[kindDeadLetter][it.Ref] {
+				r.DeadLetters[i] = lost("dead-letter", it.Ref)
+			}
+		}
+	}
+	return r, nil
+}
+
+func lost(op string, ref jobs.LeaseRef) error {
+	return fmt.Errorf("sqlserver: %s job %d lease %d: %w", op, ref.ID, ref.Lease, jobs.ErrLeaseLost)
+}
+
+// scanTransitioned reads every result set of qTransition: rows of (Kind,
+// Id, RunLease, AttemptCount, StartedAtUtc, DeadlineUtc), the last three
+// for starts only.
+func scanTransitioned(rows *sql.Rows) (transitioned, error) {
+	defer rows.Close()
+	got := transitioned{started: map[jobs.LeaseRef]jobs.Started{}}
+	for i := range got.moved {
+		got.moved[i] = map[jobs.LeaseRef]bool{}
+	}
+	for more := true; more; more = rows.NextResultSet() {
+		for rows.Next() {
+			var kind int64
+			var ref jobs.LeaseRef
+			var attempts sql.NullInt64
+			var started, deadline sql.NullTime
+			if err := rows.Scan(&kind, &ref.ID, &ref.Lease, &attempts, &started, &deadline); err != nil {
+				return got, err
+			}
+			switch kind {
+			case kindStart:
+				st := jobs.Started{AttemptCount: int(attempts.Int64), StartedAt: started.Time.UTC(), DeadlineAt: deadline.Time.UTC()}
+				st.Timeout = st.DeadlineAt.Sub(st.StartedAt)
+				got.started[ref] = st
+			case kindComplete, kindRetry, kindDeadLetter:
+				got.moved[kind][ref] = true
+			default:
+				return got, fmt.Errorf("sqlserver: transition returned a row of unknown kind %d", kind)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return got, err
+		}
+	}
+	return got, rows.Err()
+}
+
+// emptied is r, or an empty slice for a list the call did not have.
+func emptied[R any](r []R) []R {
+	if r == nil {
+		return []R{}
+	}
+	return r
+}
+
+// StartMany implements jobs.BatchWorker.
 func (s *Store) StartMany(ctx context.Context, refs []jobs.LeaseRef, p jobs.StartParams) ([]jobs.StartResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	if err := jobs.CheckBatchSize(len(refs)); err != nil {
-		return nil, err
-	}
-	out := make([]jobs.StartResult, len(refs))
-	if len(refs) == 0 {
-		return out, nil
-	}
-	started := make(map[jobs.LeaseRef]jobs.Started, len(refs))
-	err := s.do(ctx, "start-many", idempotent, func(ctx context.Context) error {
-		clear(started)
-		rows, err := s.db.QueryContext(ctx, s.q.startMany, named("refs", s.leaseTVP(refs)),
-			named("defaultMs", p.DefaultTimeout.Milliseconds()))
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var r jobs.LeaseRef
-			var st jobs.Started
-			if err := rows.Scan(&r.ID, &r.Lease, &st.AttemptCount, &st.StartedAt, &st.DeadlineAt); err != nil {
-				return err
-			}
-			st.StartedAt, st.DeadlineAt = st.StartedAt.UTC(), st.DeadlineAt.UTC()
-			st.Timeout = st.DeadlineAt.Sub(st.StartedAt)
-			started[r] = st
-		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlserver: start %d jobs: %w", len(refs), err)
-	}
-	for i, r := range refs {
-		if st, ok := started[r]; ok {
-			out[i].Started = st
-		} else {
-			out[i].Err = fmt.Errorf("sqlserver: start job %d lease %d: %w", r.ID, r.Lease, jobs.ErrLeaseLost)
-		}
-	}
-	return out, nil
+	r, err := s.Transition(ctx, jobs.Transitions{Starts: refs, StartParams: p})
+	return emptied(r.Starts), err
 }
 
-// CompleteMany implements jobs.BatchWorker: one atomic move for every ref.
+// CompleteMany implements jobs.BatchWorker.
 func (s *Store) CompleteMany(ctx context.Context, refs []jobs.LeaseRef) ([]error, error) {
-	if err := jobs.CheckBatchSize(len(refs)); err != nil {
-		return nil, err
-	}
-	return s.moveMany(ctx, "complete", s.q.completeMany, "refs", refs, make([]error, len(refs)), func() mssql.TVP {
-		return s.leaseTVP(refs)
-	})
+	r, err := s.Transition(ctx, jobs.Transitions{Completes: refs})
+	return emptied(r.Completes), err
 }
 
-// RetryMany implements jobs.BatchWorker: one statement for every item
-// whose parameters are valid.
+// RetryMany implements jobs.BatchWorker.
 func (s *Store) RetryMany(ctx context.Context, items []jobs.RetryItem) ([]error, error) {
-	if err := jobs.CheckBatchSize(len(items)); err != nil {
-		return nil, err
-	}
-	refs, results := make([]jobs.LeaseRef, len(items)), make([]error, len(items))
-	var rows []retryRow
-	seen := make(map[jobs.LeaseRef]bool, len(items))
-	for i, it := range items {
-		refs[i] = it.Ref
-		if err := it.Params.Validate(); err != nil {
-			results[i] = err
-			continue
-		}
-		if !seen[it.Ref] { // the first occurrence decides (jobs.BatchWorker)
-			seen[it.Ref] = true
-			rows = append(rows, retryRow{ID: it.Ref.ID, Lease: it.Ref.Lease, DelayMs: it.Params.Delay.Milliseconds(), Error: it.Params.Error})
-		}
-	}
-	return s.moveMany(ctx, "retry", s.q.retryMany, "items", refs, results, func() mssql.TVP {
-		return mssql.TVP{TypeName: s.schema + ".RetryList", Value: rows}
-	})
+	r, err := s.Transition(ctx, jobs.Transitions{Retries: items})
+	return emptied(r.Retries), err
 }
 
-// DeadLetterMany implements jobs.BatchWorker: one atomic move for every
-// item whose parameters are valid.
+// DeadLetterMany implements jobs.BatchWorker.
 func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem) ([]error, error) {
-	if err := jobs.CheckBatchSize(len(items)); err != nil {
-		return nil, err
-	}
-	refs, results := make([]jobs.LeaseRef, len(items)), make([]error, len(items))
-	var rows []deadLetterRow
-	seen := make(map[jobs.LeaseRef]bool, len(items))
-	for i, it := range items {
-		refs[i] = it.Ref
-		if err := it.Params.Validate(); err != nil {
-			results[i] = err
-			continue
-		}
-		if !seen[it.Ref] {
-			seen[it.Ref] = true
-			rows = append(rows, deadLetterRow{ID: it.Ref.ID, Lease: it.Ref.Lease, Reason: int32(it.Params.Reason), Details: it.Params.Details})
-		}
-	}
-	return s.moveMany(ctx, "dead-letter", s.q.deadLetterMany, "items", refs, results, func() mssql.TVP {
-		return mssql.TVP{TypeName: s.schema + ".DeadLetterList", Value: rows}
-	})
-}
-
-// moveMany runs a batch statement that returns the (Id, RunLease) of every
-// row it moved, and fills in results: nil for a moved ref, ErrLeaseLost for
-// the others, leaving the results already set (a refused item) alone.
-func (s *Store) moveMany(ctx context.Context, op, stmt, arg string, refs []jobs.LeaseRef, results []error, tvp func() mssql.TVP) ([]error, error) {
-	pending := 0
-	for _, err := range results {
-		if err == nil {
-			pending++
-		}
-	}
-	if pending == 0 {
-		return results, nil
-	}
-	moved := make(map[jobs.LeaseRef]bool, pending)
-	err := s.do(ctx, op+"-many", idempotent, func(ctx context.Context) error {
-		clear(moved)
-		rows, err := s.db.QueryContext(ctx, stmt, named(arg, tvp()))
-		if err != nil {
-			return err
-		}
-		return scanRefs(rows, moved)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlserver: %s %d jobs: %w", op, len(refs), err)
-	}
-	for i, r := range refs {
-		if results[i] == nil && !moved[r] {
-			results[i] = fmt.Errorf("sqlserver: %s job %d lease %d: %w", op, r.ID, r.Lease, jobs.ErrLeaseLost)
-		}
-	}
-	return results, nil
+	r, err := s.Transition(ctx, jobs.Transitions{DeadLetters: items})
+	return emptied(r.DeadLetters), err
 }
 
 // scanRefs reads rows of (Id, RunLease) into set.

@@ -193,6 +193,12 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 				{Ref: jobs.LeaseRef{ID: 43, Lease: 1}, Params: jobs.DeadLetterParams{Reason: jobs.ReasonTimeout}}})
 			return err
 		}},
+		{"Transition", func() error {
+			_, err := s.Transition(ctx, jobs.Transitions{Starts: []jobs.LeaseRef{{ID: 44, Lease: 1}}, StartParams: jobs.StartParams{DefaultTimeout: time.Minute},
+				Completes: []jobs.LeaseRef{ref}, Retries: []jobs.RetryItem{{Ref: jobs.LeaseRef{ID: 45, Lease: 2}, Params: jobs.RetryParams{Delay: time.Second}}},
+				DeadLetters: []jobs.DeadLetterItem{{Ref: jobs.LeaseRef{ID: 46, Lease: 2}, Params: jobs.DeadLetterParams{Reason: jobs.ReasonFatal}}}})
+			return err
+		}},
 		{"Release", func() error { _, err := s.Release(ctx, []jobs.LeaseRef{ref, {ID: 43, Lease: 1}}); return err }},
 		{"RescueFetched", func() error { _, err := s.RescueFetched(ctx, jobs.RescueParams{Timeout: time.Minute}); return err }},
 		{"RescueZombies", func() error {

@@ -347,71 +347,71 @@ FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
 SELECT @@ROWCOUNT;`
 
-// The batch forms of start, complete, retry and dead-letter (ADR 0018):
-// one statement for many jobs, each matched on Id, RunLease and Status as
-// its one-job form matches it, so a stale ref matches nothing and changes
-// nothing while the others go through. The table-valued parameter has a
-// primary key (Id, Lease), so a target row meets one parameter row at most;
-// FORCESEEK makes each a seek of the clustered key, taken in the
-// parameter's key order, the order every batch statement of a worker
-// locks its rows in. Each returns the refs it moved; the store reports
-// the others lost.
-
-// Fetched -> Processing for many jobs. A job this lease already started is
-// reported as it was started, as qStart does.
-const qStartMany = `SET NOCOUNT ON;
+// qTransition is every batch form at once (ADR 0018): the starts of some
+// jobs, the completes, retries and dead letters of others, one round trip
+// for a processor's coalesced requests. Each list is one statement over a
+// table-valued parameter (empty when the call has none of its kind), and
+// each job in it is matched on Id, RunLease and Status as its one-job
+// statement matches it, so a stale ref matches nothing and changes nothing
+// while the others go through. The parameters have a primary key (Id,
+// Lease), so a target row meets one parameter row at most; FORCESEEK makes
+// each a seek of the clustered key, taken in the parameter's key order, the
+// order every batch statement of a worker locks its rows in. Every row
+// returned names its list (Kind 1 to 4) and the ref it moved; the store
+// reports the others lost. The statements commit one by one, as the
+// one-job calls do: after an error the caller knows nothing of any job and
+// sends them again, which each list's statement bears (a start repeated
+// under its lease reports that start; a move repeated finds nothing).
+const qTransition = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @started TABLE (Id BIGINT NOT NULL PRIMARY KEY, Lease BIGINT NOT NULL, AttemptCount INT NOT NULL,
     StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL);
+-- 1. Fetched -> Processing. A job this lease already started is reported
+-- as it was started, as qStart does.
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
     DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
                        ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END
 OUTPUT inserted.Id, inserted.RunLease, inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
-FROM @refs AS r
-INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+FROM @starts AS sr
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = sr.Id AND h.RunLease = sr.Lease
 LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
 WHERE h.Status = 1;
 INSERT INTO @started (Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc)
 SELECT h.Id, h.RunLease, h.AttemptCount, h.StartedAtUtc, h.DeadlineUtc
-FROM @refs AS r
-INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK) ON h.Id = r.Id AND h.RunLease = r.Lease
-WHERE h.Status = 2 AND NOT EXISTS (SELECT 1 FROM @started AS s WHERE s.Id = h.Id);
-SELECT Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;`
-
-// Processing -> Archive for many jobs, one atomic move.
-const qCompleteMany = `SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+FROM @starts AS sr
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK) ON h.Id = sr.Id AND h.RunLease = sr.Lease
+WHERE h.Status = 2 AND NOT EXISTS (SELECT 1 FROM @started AS done WHERE done.Id = h.Id);
+SELECT CAST(1 AS TINYINT), Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;
+-- 2. Processing -> Archive, one atomic move.
 DELETE h
 OUTPUT ` + archiveFromDeleted + `
 INTO {{s}}.JobsArchive (` + archiveColumns + `)
-OUTPUT deleted.Id, deleted.RunLease
-FROM @refs AS r
-INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
-WHERE h.Status = 2;`
-
-// Processing -> Pending for many jobs, each with its own delay and error.
-const qRetryMany = `SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+OUTPUT CAST(2 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
+FROM @completes AS cr
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = cr.Id AND h.RunLease = cr.Lease
+WHERE h.Status = 2;
+-- 3. Processing -> Pending, each with its own delay and error.
 UPDATE h
 SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
-    LastUpdatedUtc = @now, LastError = NULLIF(r.Error, N''), ScheduledAtUtc = ` + "{{retryAtItem}}" + `
-OUTPUT inserted.Id, inserted.RunLease
-FROM @items AS r
-INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+    LastUpdatedUtc = @now, LastError = NULLIF(rr.Error, N''), ScheduledAtUtc = ` + "{{retryAtItem}}" + `
+OUTPUT CAST(3 AS TINYINT), inserted.Id, inserted.RunLease, ` + transitionNulls + `
+FROM @retries AS rr
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
+WHERE h.Status = 2;
+-- 4. Processing -> DLQ, each with its own reason and details, one atomic
+-- move.
+DELETE h
+OUTPUT ` + dlqFromDeleted + `, dr.Reason, NULLIF(dr.Details, N'')
+INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+OUTPUT CAST(4 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
+FROM @deadLetters AS dr
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = dr.Id AND h.RunLease = dr.Lease
 WHERE h.Status = 2;`
 
-// Processing -> DLQ for many jobs, each with its own reason and details,
-// one atomic move.
-const qDeadLetterMany = `SET NOCOUNT ON;
-DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-DELETE h
-OUTPUT ` + dlqFromDeleted + `, r.Reason, NULLIF(r.Details, N'')
-INTO {{s}}.JobsDLQ (` + dlqColumns + `)
-OUTPUT deleted.Id, deleted.RunLease
-FROM @items AS r
-INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
-WHERE h.Status = 2;`
+// transitionNulls fill the start columns of qTransition's other rows, so
+// that every row it returns has one shape.
+const transitionNulls = `CAST(NULL AS INT), CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7))`
 
 // Fetched -> Pending for jobs a worker gives back; stale refs match nothing.
 const qRelease = `SET NOCOUNT ON;
@@ -779,7 +779,7 @@ type queries struct {
 	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch string
 	claim, adoptClaim                                    string
 	start, heartbeat, complete, retry, deadLetter        string
-	startMany, completeMany, retryMany, deadLetterMany   string
+	transition                                           string
 	release                                              string
 	rescueFetched, rescueZombies, rescueExpired          string
 	resurrect                                            string
@@ -817,7 +817,7 @@ func render(name string) *queries {
 		"{{hotInserted}}", cols(unifiedHot, "inserted"),
 		"{{defaultDeadline}}", delayFrom("default", "@now"),
 		"{{retryAt}}", delayFrom("delay", "@now"),
-		"{{retryAtItem}}", addMs("r.DelayMs", "@now"),
+		"{{retryAtItem}}", addMs("rr.DelayMs", "@now"),
 		"{{timeoutAgo}}", agoFrom("timeout", "@now"),
 		"{{hotCols}}", cols(unifiedHot, "h"),
 		"{{archiveCols}}", cols(unifiedArchive, "a"),
@@ -836,10 +836,7 @@ func render(name string) *queries {
 		complete:           r.Replace(qComplete),
 		retry:              r.Replace(qRetry),
 		deadLetter:         r.Replace(qDeadLetter),
-		startMany:          r.Replace(qStartMany),
-		completeMany:       r.Replace(qCompleteMany),
-		retryMany:          r.Replace(qRetryMany),
-		deadLetterMany:     r.Replace(qDeadLetterMany),
+		transition:         r.Replace(qTransition),
 		release:            r.Replace(qRelease),
 		rescueFetched:      r.Replace(qRescueFetched),
 		rescueZombies:      r.Replace(qRescueZombies),

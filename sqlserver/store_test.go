@@ -304,8 +304,8 @@ func renderedStatements() map[string]string {
 		"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx, "jobByKey": q.jobByKey, "enqueueBatch": q.enqueueBatch,
 		"claim": q.claim, "adoptClaim": q.adoptClaim,
 		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "retry": q.retry, "deadLetter": q.deadLetter,
-		"startMany": q.startMany, "completeMany": q.completeMany, "retryMany": q.retryMany, "deadLetterMany": q.deadLetterMany,
-		"release": q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
+		"transition": q.transition,
+		"release":    q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
 		"updateQueue": q.updateQueue, "queueStats": q.queueStats, "ageForTest": q.ageForTest, "queueDepths": q.queueDepths,
 	}
@@ -376,10 +376,19 @@ func TestRenderedStatements(t *testing.T) {
 	}
 	// Every batch transition is guarded per row by ID, lease and status,
 	// and seeks the clustered key for each parameter row.
-	for _, name := range []string{"startMany", "completeMany", "retryMany", "deadLetterMany", "heartbeat", "release"} {
+	for _, name := range []string{"heartbeat", "release"} {
 		if !strings.Contains(all[name], "AS h WITH (FORCESEEK") || !strings.Contains(all[name], "ON h.Id = r.Id AND h.RunLease = r.Lease") ||
 			!strings.Contains(all[name], "WHERE h.Status = ") {
 			t.Errorf("%s: must seek each row by Id and RunLease and test its Status", name)
+		}
+	}
+	for _, list := range []struct{ tvp, alias, status string }{{"@starts", "sr", "1"}, {"@completes", "cr", "2"}, {"@retries", "rr", "2"}, {"@deadLetters", "dr", "2"}} {
+		stmt := "FROM " + list.tvp + " AS " + list.alias + "\nINNER JOIN [my_schema].JobsHot AS h WITH (FORCESEEK"
+		at := strings.Index(all["transition"], stmt)
+		rest := all["transition"][max(at, 0):]
+		if at < 0 || !strings.Contains(rest[:min(len(rest), 400)], "ON h.Id = "+list.alias+".Id AND h.RunLease = "+list.alias+".Lease") ||
+			!strings.Contains(rest[:min(len(rest), 400)], "WHERE h.Status = "+list.status) {
+			t.Errorf("transition: the %s statement must seek each row by Id and RunLease and test Status = %s", list.tvp, list.status)
 		}
 	}
 	// Every worker transition is guarded by ID, lease and status.

@@ -279,3 +279,12 @@ func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem)
 	}
 	return jobs.Batches(s.Store).DeadLetterMany(ctx, items)
 }
+
+// Transition fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store's.
+func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.TransitionResults, error) {
+	if err := s.check(); err != nil {
+		return jobs.TransitionResults{}, err
+	}
+	return jobs.Batches(s.Store).Transition(ctx, t)
+}

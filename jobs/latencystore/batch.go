@@ -32,6 +32,12 @@ func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem)
 	return call(s, ctx, OpDeadLetterMany, len(items), func() ([]error, error) { return s.batch().DeadLetterMany(ctx, items) })
 }
 
+// Transition implements jobs.BatchWorker at the cost of one call over all
+// its jobs.
+func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.TransitionResults, error) {
+	return call(s, ctx, OpTransition, t.Len(), func() (jobs.TransitionResults, error) { return s.batch().Transition(ctx, t) })
+}
+
 // batch is the wrapped store's batch forms. A store without its own gets
 // one-job calls made past the wrapper, so they cost what the one batch
 // call costs: to measure such a store fairly, hand the processor Single().

@@ -52,11 +52,12 @@ const (
 	OpCompleteMany
 	OpRetryMany
 	OpDeadLetterMany
+	OpTransition
 	opCount
 )
 
 var opNames = [opCount]string{"enqueue", "claim", "start", "heartbeat", "complete", "retry", "dead-letter", "release",
-	"queues", "start-many", "complete-many", "retry-many", "dead-letter-many"}
+	"queues", "start-many", "complete-many", "retry-many", "dead-letter-many", "transition"}
 
 // String names the operation.
 func (o Op) String() string {
@@ -69,7 +70,7 @@ func (o Op) String() string {
 // WorkerOps are the calls a processor makes: Counts(WorkerOps...) is its
 // cost in round trips.
 var WorkerOps = []Op{OpClaim, OpStart, OpHeartbeat, OpComplete, OpRetry, OpDeadLetter, OpRelease, OpQueues,
-	OpStartMany, OpCompleteMany, OpRetryMany, OpDeadLetterMany}
+	OpStartMany, OpCompleteMany, OpRetryMany, OpDeadLetterMany, OpTransition}
 
 // Store is the wrapper. Close stops its pacer.
 type Store struct {

@@ -9,20 +9,18 @@ import (
 
 var _ jobs.BatchWorker = (*Store)(nil)
 
-// batch applies one transition to each item under one lock, in order, at
-// one instant. A ref repeated within the batch gets the result of its first
+// smallBatch is the size up to which a batch looks for repeated refs by
+// scanning instead of with a map.
+const smallBatch = 16
+
+// each applies one transition to each item, in order, at one instant,
+// under s.mu. A ref repeated within the list gets the result of its first
 // occurrence (jobs.BatchWorker), so a repeat is not reported lost.
-func batch[T, R any](ctx context.Context, s *Store, items []T, ref func(T) jobs.LeaseRef, apply func(T, time.Time) R) ([]R, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := jobs.CheckBatchSize(len(items)); err != nil {
-		return nil, err
+func each[T, R any](items []T, ref func(T) jobs.LeaseRef, apply func(T, time.Time) R, now time.Time) []R {
+	if len(items) == 0 {
+		return nil
 	}
 	out := make([]R, len(items))
-	if len(items) == 0 {
-		return out, nil
-	}
 	// A small batch finds its repeats by a scan: no map to allocate.
 	var first map[jobs.LeaseRef]int
 	if len(items) > smallBatch {
@@ -43,9 +41,6 @@ func batch[T, R any](ctx context.Context, s *Store, items []T, ref func(T) jobs.
 		}
 		return j, seen
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
 	for i, it := range items {
 		if j, seen := earlier(i, ref(it)); seen {
 			out[i] = out[j]
@@ -53,47 +48,83 @@ func batch[T, R any](ctx context.Context, s *Store, items []T, ref func(T) jobs.
 		}
 		out[i] = apply(it, now)
 	}
-	return out, nil
+	return out
 }
 
 func self(r jobs.LeaseRef) jobs.LeaseRef { return r }
 
-// smallBatch is the size up to which a batch looks for repeated refs by
-// scanning instead of with a map.
-const smallBatch = 16
+func retryRef(it jobs.RetryItem) jobs.LeaseRef           { return it.Ref }
+func deadLetterRef(it jobs.DeadLetterItem) jobs.LeaseRef { return it.Ref }
+
+// Transition implements jobs.BatchWorker: every list under one lock, at
+// one instant.
+func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.TransitionResults, error) {
+	var r jobs.TransitionResults
+	if err := ctx.Err(); err != nil {
+		return r, err
+	}
+	if err := jobs.CheckBatchSize(t.Len()); err != nil {
+		return r, err
+	}
+	if len(t.Starts) > 0 {
+		if err := t.StartParams.Validate(); err != nil {
+			return r, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	r.Starts = each(t.Starts, self, func(ref jobs.LeaseRef, now time.Time) jobs.StartResult {
+		st, err := s.start(ref, t.StartParams, now)
+		return jobs.StartResult{Started: st, Err: err}
+	}, now)
+	r.Completes = each(t.Completes, self, s.complete, now)
+	r.Retries = each(t.Retries, retryRef, func(it jobs.RetryItem, now time.Time) error {
+		if err := it.Params.Validate(); err != nil {
+			return err
+		}
+		return s.retry(it.Ref, it.Params, now)
+	}, now)
+	r.DeadLetters = each(t.DeadLetters, deadLetterRef, func(it jobs.DeadLetterItem, now time.Time) error {
+		if err := it.Params.Validate(); err != nil {
+			return err
+		}
+		return s.deadLetter(it.Ref, it.Params, now)
+	}, now)
+	return r, nil
+}
+
+// results is r or, for an empty list, an empty result slice.
+func results[R any](r []R) []R {
+	if r == nil {
+		return []R{}
+	}
+	return r
+}
 
 // StartMany implements jobs.BatchWorker.
 func (s *Store) StartMany(ctx context.Context, refs []jobs.LeaseRef, p jobs.StartParams) ([]jobs.StartResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	return batch(ctx, s, refs, self, func(r jobs.LeaseRef, now time.Time) jobs.StartResult {
-		st, err := s.start(r, p, now)
-		return jobs.StartResult{Started: st, Err: err}
-	})
+	r, err := s.Transition(ctx, jobs.Transitions{Starts: refs, StartParams: p})
+	return results(r.Starts), err
 }
 
 // CompleteMany implements jobs.BatchWorker.
 func (s *Store) CompleteMany(ctx context.Context, refs []jobs.LeaseRef) ([]error, error) {
-	return batch(ctx, s, refs, self, func(r jobs.LeaseRef, now time.Time) error { return s.complete(r, now) })
+	r, err := s.Transition(ctx, jobs.Transitions{Completes: refs})
+	return results(r.Completes), err
 }
 
 // RetryMany implements jobs.BatchWorker.
 func (s *Store) RetryMany(ctx context.Context, items []jobs.RetryItem) ([]error, error) {
-	return batch(ctx, s, items, func(it jobs.RetryItem) jobs.LeaseRef { return it.Ref }, func(it jobs.RetryItem, now time.Time) error {
-		if err := it.Params.Validate(); err != nil {
-			return err
-		}
-		return s.retry(it.Ref, it.Params, now)
-	})
+	r, err := s.Transition(ctx, jobs.Transitions{Retries: items})
+	return results(r.Retries), err
 }
 
 // DeadLetterMany implements jobs.BatchWorker.
 func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem) ([]error, error) {
-	return batch(ctx, s, items, func(it jobs.DeadLetterItem) jobs.LeaseRef { return it.Ref }, func(it jobs.DeadLetterItem, now time.Time) error {
-		if err := it.Params.Validate(); err != nil {
-			return err
-		}
-		return s.deadLetter(it.Ref, it.Params, now)
-	})
+	r, err := s.Transition(ctx, jobs.Transitions{DeadLetters: items})
+	return results(r.DeadLetters), err
 }

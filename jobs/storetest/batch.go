@@ -171,6 +171,39 @@ var batchCases = []testCase{
 			t.Fatalf("%d dead letters, want 2", n)
 		}
 	}},
+	{"TransitionAppliesEveryListInOneCall", func(t *testing.T, h *Harness) {
+		bw := batchWorker(t, h)
+		fetched := claimN(t, h, 2)
+		done := running(t, h, jobs.EnqueueParams{})
+		again := running(t, h, jobs.EnqueueParams{})
+		dead := running(t, h, jobs.EnqueueParams{})
+		r, err := bw.Transition(ctxOf(t), jobs.Transitions{
+			Starts:      []jobs.LeaseRef{fetched[0].Ref(), stale(fetched[1])},
+			StartParams: jobs.StartParams{DefaultTimeout: defaultTimeout},
+			Completes:   []jobs.LeaseRef{done.Ref(), stale(again)},
+			Retries:     []jobs.RetryItem{{Ref: again.Ref(), Params: jobs.RetryParams{Delay: time.Minute, Error: "later"}}},
+			DeadLetters: []jobs.DeadLetterItem{{Ref: dead.Ref(), Params: jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "no"}}, {Ref: stale(dead)}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Starts) != 2 || r.Starts[0].Err != nil || r.Starts[0].Started.AttemptCount != 1 || !errors.Is(r.Starts[1].Err, jobs.ErrLeaseLost) {
+			t.Fatalf("starts: %+v", r.Starts)
+		}
+		wantResults(t, "completes", r.Completes, nil, jobs.ErrLeaseLost)
+		wantResults(t, "retries", r.Retries, nil)
+		wantResults(t, "dead letters", r.DeadLetters, nil, jobs.ErrLeaseLost)
+		wantHot(t, h, fetched[0].ID, jobs.StatusProcessing)
+		wantHot(t, h, fetched[1].ID, jobs.StatusFetched)
+		wantTable(t, h, done.ID, jobs.TableArchive)
+		if j := wantHot(t, h, again.ID, jobs.StatusPending); j.LastError != "later" {
+			t.Fatalf("retried job: %+v", j)
+		}
+		wantTable(t, h, dead.ID, jobs.TableDLQ)
+		if _, err := bw.Transition(ctxOf(t), jobs.Transitions{}); err != nil {
+			t.Fatalf("empty Transition: %v", err)
+		}
+	}},
 	{"EmptyBatchesDoNothing", func(t *testing.T, h *Harness) {
 		bw := batchWorker(t, h)
 		ctx := ctxOf(t)
