@@ -66,6 +66,9 @@ type Execution struct {
 	// dead-letters it (false).
 	CancelOnHeartbeatFailure bool
 	ShutdownTimeout          time.Duration // how long Stop lets handlers finish (30s)
+	// BatchLinger is how long a start or an outcome that finds no store
+	// call in flight waits for others to share it (0s, at most 1ms).
+	BatchLinger time.Duration
 }
 
 // Retry is the default retry policy.
@@ -119,6 +122,7 @@ func Default() *Config {
 			HeartbeatFailureThreshold: p.HeartbeatFailureThreshold,
 			CancelOnHeartbeatFailure:  p.CancelOnHeartbeatFailure,
 			ShutdownTimeout:           p.ShutdownTimeout,
+			BatchLinger:               p.BatchLinger,
 		},
 		Retry: Retry{
 			MaxAttempts:       jobs.DefaultMaxAttempts,
@@ -165,6 +169,7 @@ func (c *Config) ProcessorConfig() processor.Config {
 		HeartbeatFailureThreshold: c.Execution.HeartbeatFailureThreshold,
 		CancelOnHeartbeatFailure:  c.Execution.CancelOnHeartbeatFailure,
 		ShutdownTimeout:           c.Execution.ShutdownTimeout,
+		BatchLinger:               c.Execution.BatchLinger,
 		// Recovery.FetchedJobTimeout is the rescue loop's; the buffer
 		// releases a job at half of it, before phase 1 would take it back.
 		ReleaseAfter: c.Recovery.FetchedJobTimeout / 2,

@@ -39,6 +39,7 @@ type showExecution struct {
 	HeartbeatFailureThreshold int    `yaml:"HeartbeatFailureThreshold" json:"HeartbeatFailureThreshold"`
 	CancelOnHeartbeatFailure  bool   `yaml:"CancelOnHeartbeatFailure" json:"CancelOnHeartbeatFailure"`
 	ShutdownTimeout           string `yaml:"ShutdownTimeout" json:"ShutdownTimeout"`
+	BatchLinger               string `yaml:"BatchLinger" json:"BatchLinger"`
 }
 
 type showRetry struct {
@@ -116,6 +117,7 @@ func (c *Config) shown() showFile {
 			HeartbeatFailureThreshold: c.Execution.HeartbeatFailureThreshold,
 			CancelOnHeartbeatFailure:  c.Execution.CancelOnHeartbeatFailure,
 			ShutdownTimeout:           d(c.Execution.ShutdownTimeout),
+			BatchLinger:               d(c.Execution.BatchLinger),
 		},
 		Retry: showRetry{
 			MaxAttempts:       c.Retry.MaxAttempts,

@@ -94,6 +94,7 @@ var settingKeys = map[string]string{
 	"processor.PrefetchSize":              "Execution.PrefetchSize",
 	"processor.BatchSize":                 "Execution.BatchSize",
 	"processor.PollInterval":              "Execution.PollInterval",
+	"processor.BatchLinger":               "Execution.BatchLinger",
 	"processor.DefaultTimeout":            "Execution.DefaultTimeout",
 	"processor.HeartbeatIntervalMin":      "Execution.HeartbeatIntervalMin",
 	"processor.HeartbeatIntervalMax":      "Execution.HeartbeatIntervalMax",

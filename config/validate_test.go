@@ -29,6 +29,8 @@ func TestValidationRules(t *testing.T) {
 			"ChokaQ.WorkerId = a\tb (override): must not contain control characters"},
 		{"WorkerId too long", map[string]string{"WorkerId": strings.Repeat("w", 201)},
 			"ChokaQ.WorkerId = " + strings.Repeat("w", 201) + " (override): must be at most 200 characters"},
+		{"BatchLinger above 1ms", map[string]string{"Execution.BatchLinger": "5ms"},
+			"ChokaQ.Execution.BatchLinger = 5ms (override): must be between 0s and 1ms"},
 		{"Queues empty", map[string]string{"Queues": ""},
 			"ChokaQ.Queues (override): must name at least one queue"},
 		{"Queues bad name", map[string]string{"Queues": "default,bad name"},
