@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"time"
 )
 
@@ -143,6 +144,11 @@ const (
 	DefaultStatsCap = 10_000
 	MaxStatsQueues  = 1000
 )
+
+// MaxClaimLimit caps one claim: its update locks stay well below the
+// 5,000 at which SQL Server escalates a statement to a table lock, which
+// READPAST cannot skip.
+const MaxClaimLimit = 1000
 
 // ClaimParams selects what a claim may take.
 type ClaimParams struct {
@@ -380,8 +386,8 @@ func (p DeadLetterParams) Validate() error {
 
 // Validate checks a claim request.
 func (p ClaimParams) Validate() error {
-	if p.Limit < 0 {
-		return &ValidationError{Field: "limit", Value: p.Limit, Rule: "must not be negative"}
+	if p.Limit < 0 || p.Limit > MaxClaimLimit {
+		return &ValidationError{Field: "limit", Value: p.Limit, Rule: fmt.Sprintf("must be between 0 and %d", MaxClaimLimit)}
 	}
 	if err := checkText("worker_id", p.WorkerID, MaxWorkerIDLen); err != nil {
 		return err

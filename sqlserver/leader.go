@@ -3,8 +3,10 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 )
 
@@ -25,7 +27,9 @@ type Leader struct {
 // NewLeader returns an elector for role (for example "rescue") in the
 // store's schema.
 func NewLeader(s *Store, role string) *Leader {
-	return &Leader{db: s.db, q: s.q, resource: "chokaq:" + s.schema + ":" + role}
+	// Upper case, as render writes the schema into lock names: the lock
+	// name compares byte for byte, the schema name by collation.
+	return &Leader{db: s.db, q: s.q, resource: "chokaq:" + strings.ToUpper(s.schema) + ":" + role}
 }
 
 // TryLead reports whether this process holds the lock, taking it if free.
@@ -38,7 +42,9 @@ func (l *Leader) TryLead(ctx context.Context) (bool, error) {
 		if err == nil && mode == "Exclusive" {
 			return true, nil
 		}
-		l.conn.Close() // lost: the connection broke or the lock is gone
+		// Lost, or unknown (the check failed): never give this connection
+		// back to the pool, where it could hold the lock for nobody.
+		discard(l.conn)
 		l.conn = nil
 	}
 	conn, err := l.db.Conn(ctx)
@@ -47,12 +53,16 @@ func (l *Leader) TryLead(ctx context.Context) (bool, error) {
 	}
 	var rc int
 	if err := conn.QueryRowContext(ctx, l.q.tryAppLock, sql.Named("resource", text(l.resource))).Scan(&rc); err != nil {
-		conn.Close()
+		discard(conn) // the lock may have been granted with the reply lost
 		return false, fmt.Errorf("sqlserver: sp_getapplock: %w", err)
 	}
-	if rc < 0 { // -1 timeout: someone else leads
+	switch {
+	case rc == -1: // timed out at once: someone else leads
 		conn.Close()
 		return false, nil
+	case rc < 0: // -2 cancelled, -3 deadlock victim, -999 a call error
+		conn.Close()
+		return false, fmt.Errorf("sqlserver: sp_getapplock for %s returned %d", l.resource, rc)
 	}
 	l.conn = conn
 	return true, nil
@@ -66,7 +76,19 @@ func (l *Leader) Resign(ctx context.Context) error {
 		return nil
 	}
 	_, err := l.conn.ExecContext(ctx, l.q.releaseAppLock, sql.Named("resource", text(l.resource)))
-	cerr := l.conn.Close()
+	var cerr error
+	if err != nil {
+		discard(l.conn) // the lock may still be held: end the session
+	} else {
+		cerr = l.conn.Close()
+	}
 	l.conn = nil
 	return errors.Join(err, cerr)
+}
+
+// discard closes conn for good instead of returning it to the pool: its
+// session, and any session lock it holds, ends with it.
+func discard(conn *sql.Conn) {
+	_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+	_ = conn.Close()
 }

@@ -170,9 +170,9 @@ func TestClaimSendsItsRowsAfterCommit(t *testing.T) {
 	stmt := render("my_schema").claim
 	commit := strings.Index(stmt, "COMMIT TRANSACTION;")
 	into := strings.Index(stmt, "INTO @claimed")
-	final := strings.LastIndex(stmt, "FROM @claimed AS c;")
+	final := strings.LastIndex(stmt, "FROM @claimed AS c ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id;")
 	if into < 0 || commit < into || final < commit {
-		t.Errorf("claim: want OUTPUT ... INTO @claimed, COMMIT, then SELECT from @claimed:\n%s", stmt)
+		t.Errorf("claim: want OUTPUT ... INTO @claimed, COMMIT, then SELECT from @claimed in claim order:\n%s", stmt)
 	}
 	if resultColumns(lexTSQL(stmt)) != len(unifiedNames) {
 		t.Errorf("claim returns %d columns, want the %d unified ones", resultColumns(lexTSQL(stmt)), len(unifiedNames))
@@ -183,7 +183,7 @@ func TestClaimSendsItsRowsAfterCommit(t *testing.T) {
 // queue's cap; UpdateQueue holds it exclusively while it changes the cap.
 func TestCapChangesWaitForClaimsInFlight(t *testing.T) {
 	q := render("my_schema")
-	lock := "DECLARE @lock NVARCHAR(255) = N'chokaq:my_schema:queue:' + UPPER(@q);"
+	lock := "@lock NVARCHAR(255) = N'chokaq:MY_SCHEMA:queue:' + UPPER(@q)"
 	for name, c := range map[string]struct{ stmt, mode, then string }{
 		"claim":       {q.claim, "'Shared'", "FROM [my_schema].Queues WHERE Name = @q"},
 		"updateQueue": {q.updateQueue, "'Exclusive'", "UPDATE [my_schema].Queues"},
@@ -194,6 +194,34 @@ func TestCapChangesWaitForClaimsInFlight(t *testing.T) {
 		if !strings.Contains(c.stmt, lock) || begin < 0 || getLock < begin || then < getLock {
 			t.Errorf("%s: want BEGIN TRANSACTION, the queue lock %s, then %q", name, c.mode, c.then)
 		}
+	}
+}
+
+// A claim holds its own lock, taken before anything else, for its whole
+// transaction; the adoption of a lost reply takes it shared before it
+// reads, so it waits for an attempt still in flight, wherever that is.
+// Lock names carry the schema in upper case: they compare byte for byte.
+func TestAdoptionWaitsForTheClaimInFlight(t *testing.T) {
+	q := render("my_schema")
+	mine := "@mine NVARCHAR(255) = N'chokaq:MY_SCHEMA:claim:' + CONVERT(NVARCHAR(20), @claimId)"
+	claimMine := strings.Index(q.claim, "sp_getapplock @Resource = @mine, @LockMode = 'Exclusive', @LockOwner = 'Transaction'")
+	claimQueue := strings.Index(q.claim, "sp_getapplock @Resource = @lock")
+	if !strings.Contains(q.claim, mine) || claimMine < strings.Index(q.claim, "BEGIN TRANSACTION;") || claimQueue < claimMine {
+		t.Errorf("claim: want BEGIN TRANSACTION, its own lock exclusive, then the queue lock")
+	}
+	adoptMine := strings.Index(q.adoptClaim, "sp_getapplock @Resource = @mine, @LockMode = 'Shared', @LockOwner = 'Transaction'")
+	read := strings.Index(q.adoptClaim, "WHERE h.Status = 1 AND h.ClaimId = @claimId")
+	if !strings.Contains(q.adoptClaim, mine) || adoptMine < strings.Index(q.adoptClaim, "BEGIN TRANSACTION;") || read < adoptMine ||
+		!strings.Contains(q.adoptClaim, "ORDER BY h.Priority DESC, h.ScheduledAtUtc, h.Id") {
+		t.Errorf("adoptClaim: want BEGIN TRANSACTION, the claim's lock shared, then the read in claim order")
+	}
+	for name, stmt := range renderedStatements() {
+		if strings.Contains(stmt, "chokaq:my_schema:") {
+			t.Errorf("%s: a lock name with the schema as written; want it in upper case", name)
+		}
+	}
+	if l := NewLeader(&Store{schema: "my_schema", q: q}, "rescue"); l.resource != "chokaq:MY_SCHEMA:rescue" {
+		t.Errorf("leader lock %q", l.resource)
 	}
 }
 
@@ -258,14 +286,91 @@ func TestCheckSchemaRefusesALowCompatibilityLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.rows = map[string][]driver.Value{s.q.compatibilityLevel: {int64(120)}}
+	rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(120), int64(16), int64(3)}}
 	err = s.CheckSchema(t.Context())
 	if !errors.Is(err, ErrCompatibilityLevel) || !strings.Contains(err.Error(), "level 120") ||
 		!strings.Contains(err.Error(), "ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150") {
 		t.Fatalf("CheckSchema at level 120: %v", err)
 	}
-	rec.rows = map[string][]driver.Value{s.q.compatibilityLevel: {int64(150)}}
-	if err := s.CheckSchema(t.Context()); errors.Is(err, ErrCompatibilityLevel) {
-		t.Fatalf("CheckSchema at level 150: %v", err)
+	rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(150), int64(15), int64(3)}}
+	if err := s.CheckSchema(t.Context()); errors.Is(err, ErrCompatibilityLevel) || errors.Is(err, ErrServerVersion) {
+		t.Fatalf("CheckSchema at level 150 on SQL Server 2019: %v", err)
+	}
+	// SQL Server 2017 (14) cannot run the migrations; Azure SQL (5) reports
+	// its own version numbers and always qualifies.
+	rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(140), int64(14), int64(3)}}
+	if err := s.CheckSchema(t.Context()); !errors.Is(err, ErrServerVersion) || !strings.Contains(err.Error(), "major version 14") {
+		t.Fatalf("CheckSchema on SQL Server 2017: %v", err)
+	}
+	rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(160), int64(12), int64(5)}}
+	if err := s.CheckSchema(t.Context()); errors.Is(err, ErrServerVersion) {
+		t.Fatalf("CheckSchema on Azure SQL: %v", err)
+	}
+}
+
+// TryLead tells "someone else leads" (-1) from a failed call (-2, -3,
+// -999), which it reports.
+func TestLeaderReadsEveryReturnCode(t *testing.T) {
+	for rc, want := range map[int64]string{0: "lead", 1: "lead", -1: "follow", -2: "error", -3: "error", -999: "error"} {
+		rec := &recorder{}
+		s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.rows = map[string][]driver.Value{s.q.tryAppLock: {rc}}
+		leads, err := NewLeader(s, "rescue").TryLead(t.Context())
+		got := "follow"
+		switch {
+		case err != nil:
+			got = "error"
+		case leads:
+			got = "lead"
+		}
+		if got != want {
+			t.Errorf("sp_getapplock returned %d: %s (%v), want %s", rc, got, err, want)
+		}
+		s.Close()
+	}
+}
+
+// A heartbeat or release of many refs goes out in statements of at most
+// maxRefsPerStatement, so none of them approaches lock escalation.
+func TestHeartbeatAndReleaseAreChunked(t *testing.T) {
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	refs := make([]jobs.LeaseRef, 2*maxRefsPerStatement+1)
+	for i := range refs {
+		refs[i] = jobs.LeaseRef{ID: int64(i + 1), Lease: 1}
+	}
+	rec.answer = func(q string) []driver.Value {
+		if q == s.q.heartbeat {
+			return []driver.Value{int64(1), int64(1)} // one beaten ref
+		}
+		return []driver.Value{int64(0)} // released nothing
+	}
+	if _, err := s.Heartbeat(t.Context(), refs); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Release(t.Context(), refs); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, c := range rec.calls {
+		for _, a := range c.args {
+			if tvp, ok := a.Value.(mssql.TVP); ok {
+				rows := tvp.Value.([]leaseRow)
+				if len(rows) > maxRefsPerStatement {
+					t.Errorf("a statement with %d refs", len(rows))
+				}
+				counts[c.query]++
+			}
+		}
+	}
+	if counts[s.q.heartbeat] != 3 || counts[s.q.release] != 3 {
+		t.Fatalf("statements: heartbeat %d, release %d; want 3 each for %d refs", counts[s.q.heartbeat], counts[s.q.release], len(refs))
 	}
 }

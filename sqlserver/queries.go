@@ -227,6 +227,17 @@ SELECT Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;
 // byte by byte.
 const queueLock = `N'chokaq:{{name}}:queue:' + UPPER(@q)`
 
+// claimLock names one claim's application lock: the claim holds it
+// exclusively for its transaction, and a retried claim's adoption takes it
+// shared, so the adoption waits for an attempt still in flight (even one
+// still waiting for its queue lock) instead of missing its rows.
+const claimLock = `N'chokaq:{{name}}:claim:' + CONVERT(NVARCHAR(20), @claimId)`
+
+// Application lock names compare byte for byte, while schema and queue
+// names compare by the database's collation: {{name}} is the schema name
+// in upper case (render), and queue names go through UPPER, so names SQL
+// Server holds equal take the same lock.
+
 // Claim for one queue. Every claim holds a shared application lock on the
 // queue for its transaction and reads the queue's settings under it;
 // UpdateQueue takes the same lock exclusively. A MaxWorkers set by an
@@ -236,18 +247,23 @@ const queueLock = `N'chokaq:{{name}}:queue:' + UPPER(@q)`
 // COMMIT) and counts its Fetched and Processing rows under that lock, so the
 // cap is exact across processes (ADR 0003). The candidate set is TOP (@n) in
 // IX_JobsHot_Claim order: no sort and no window function over the backlog,
-// so the statement locks about @n rows. The claimed rows go into a table
-// variable and are sent after COMMIT: their payloads reach the client after
-// every lock is released. Each row carries @claimId, so a claim repeated
-// after a lost reply can adopt them (qAdoptClaim).
+// so the statement update-locks about @n rows (and reads past the rows of
+// higher priority that are not yet due, which come first in that index).
+// The claimed rows go into a table variable and are sent after COMMIT, in
+// claim order: their payloads reach the client after every lock is
+// released. Each row carries @claimId, and the claim holds its claimLock,
+// so a claim repeated after a lost reply can adopt them (qAdoptClaim).
 const qClaim = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @q NVARCHAR(100) = @queue, @w NVARCHAR(200) = @worker;
 DECLARE @paused BIT, @max INT, @n INT = @limit, @rc INT;
-DECLARE @lock NVARCHAR(255) = ` + queueLock + `;
+DECLARE @lock NVARCHAR(255) = ` + queueLock + `, @mine NVARCHAR(255) = ` + claimLock + `;
 DECLARE @claimed TABLE (` + "{{unifiedColumnsDecl}}" + `);
 BEGIN TRANSACTION;
+EXEC @rc = sys.sp_getapplock @Resource = @mine, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the claim lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
 EXEC @rc = sys.sp_getapplock @Resource = @lock, @LockMode = 'Shared', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
 IF @rc < 0
     THROW 51001, N'chokaq: the queue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
@@ -274,18 +290,29 @@ BEGIN
     WHERE h.Status = 0 AND h.Queue = @q AND h.ScheduledAtUtc <= @now;
 END
 COMMIT TRANSACTION;
-SELECT ` + "{{claimedCols}}" + ` FROM @claimed AS c;`
+SELECT ` + "{{claimedCols}}" + ` FROM @claimed AS c ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id;`
 
 // The rows a claim with @claimId took, for the store's retry of a claim
-// whose reply was lost. The read takes shared locks (READCOMMITTEDLOCK, also
-// under READ_COMMITTED_SNAPSHOT) and no READPAST: it waits until the first
-// attempt's transaction has ended, then sees what it committed.
+// whose reply was lost. It first takes the claim's lock shared, so it
+// waits while the first attempt is still in its transaction, wherever that
+// is (waiting for its queue lock too); then it reads with shared locks
+// (READCOMMITTEDLOCK, also under READ_COMMITTED_SNAPSHOT) and no READPAST,
+// and sees what the attempt committed, in claim order. An attempt that
+// never reached the server leaves no lock and no rows.
 const qAdoptClaim = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-DECLARE @w NVARCHAR(200) = @worker;
+DECLARE @w NVARCHAR(200) = @worker, @rc INT;
+DECLARE @mine NVARCHAR(255) = ` + claimLock + `;
+BEGIN TRANSACTION;
+EXEC @rc = sys.sp_getapplock @Resource = @mine, @LockMode = 'Shared', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the claim lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
 SELECT ` + "{{hotCols}}" + `
 FROM {{s}}.JobsHot AS h WITH (READCOMMITTEDLOCK)
-WHERE h.Status = 1 AND h.ClaimId = @claimId AND h.WorkerId = @w;`
+WHERE h.Status = 1 AND h.ClaimId = @claimId AND h.WorkerId = @w
+ORDER BY h.Priority DESC, h.ScheduledAtUtc, h.Id;
+COMMIT TRANSACTION;`
 
 // Fetched -> Processing. The deadline is the queue's execution timeout, else
 // the processor's default. A repeated start of the same claim (the reply to
@@ -743,7 +770,12 @@ FROM @queues AS n
 ORDER BY n.Name;`
 
 // The database's compatibility level, which CheckSchema checks.
-const qCompatibilityLevel = `SELECT compatibility_level FROM sys.databases WHERE database_id = DB_ID();`
+// qServerLevel reads what CheckSchema checks: the database's compatibility
+// level, the engine's major version (15 is SQL Server 2019) and its edition
+// (5 Azure SQL Database, 8 Azure SQL Managed Instance: always current).
+const qServerLevel = `SELECT compatibility_level, CAST(SERVERPROPERTY('ProductMajorVersion') AS INT),
+    CAST(SERVERPROPERTY('EngineEdition') AS INT)
+FROM sys.databases WHERE database_id = DB_ID();`
 
 const qNow = `SELECT SYSUTCDATETIME();`
 
@@ -785,7 +817,7 @@ type queries struct {
 	resurrect                                            string
 	purge, list, count                                   map[jobs.Table]string
 	getJob, queues, updateQueue, queueStats, now         string
-	queueDepths, compatibilityLevel                      string
+	queueDepths, serverLevel                             string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
 }
@@ -811,7 +843,7 @@ var (
 func render(name string) *queries {
 	r := strings.NewReplacer(
 		"{{s}}", schema.Quote(name),
-		"{{name}}", name,
+		"{{name}}", strings.ToUpper(name), // in application lock names only
 		"{{unifiedColumnsDecl}}", unifiedDecl(),
 		"{{claimedCols}}", unifiedSelect("c"),
 		"{{hotInserted}}", cols(unifiedHot, "inserted"),
@@ -824,38 +856,38 @@ func render(name string) *queries {
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 	)
 	q := &queries{
-		enqueueKeyed:       r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
-		enqueueKeyedTx:     r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
-		jobByKey:           r.Replace(qJobByKey),
-		adoptClaim:         r.Replace(qAdoptClaim),
-		compatibilityLevel: qCompatibilityLevel,
-		enqueueBatch:       r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
-		claim:              r.Replace(qClaim),
-		start:              r.Replace(qStart),
-		heartbeat:          r.Replace(qHeartbeat),
-		complete:           r.Replace(qComplete),
-		retry:              r.Replace(qRetry),
-		deadLetter:         r.Replace(qDeadLetter),
-		transition:         r.Replace(qTransition),
-		release:            r.Replace(qRelease),
-		rescueFetched:      r.Replace(qRescueFetched),
-		rescueZombies:      r.Replace(qRescueZombies),
-		rescueExpired:      r.Replace(qRescueExpired),
-		resurrect:          r.Replace(qResurrect()),
-		getJob:             r.Replace(qGetJob),
-		queues:             r.Replace(qQueues),
-		updateQueue:        r.Replace(qUpdateQueue),
-		queueStats:         r.Replace(qQueueStats),
-		now:                qNow,
-		queueDepths:        r.Replace(qQueueDepths),
-		ageForTest:         r.Replace(agoColumn.Replace(qAgeForTest)),
-		resetForTest:       r.Replace(qResetForTest),
-		tryAppLock:         qTryAppLock,
-		appLockMode:        qAppLockMode,
-		releaseAppLock:     qReleaseAppLock,
-		purge:              map[jobs.Table]string{},
-		list:               map[jobs.Table]string{},
-		count:              map[jobs.Table]string{},
+		enqueueKeyed:   r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueKeyedTx: r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
+		jobByKey:       r.Replace(qJobByKey),
+		adoptClaim:     r.Replace(qAdoptClaim),
+		serverLevel:    qServerLevel,
+		enqueueBatch:   r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
+		claim:          r.Replace(qClaim),
+		start:          r.Replace(qStart),
+		heartbeat:      r.Replace(qHeartbeat),
+		complete:       r.Replace(qComplete),
+		retry:          r.Replace(qRetry),
+		deadLetter:     r.Replace(qDeadLetter),
+		transition:     r.Replace(qTransition),
+		release:        r.Replace(qRelease),
+		rescueFetched:  r.Replace(qRescueFetched),
+		rescueZombies:  r.Replace(qRescueZombies),
+		rescueExpired:  r.Replace(qRescueExpired),
+		resurrect:      r.Replace(qResurrect()),
+		getJob:         r.Replace(qGetJob),
+		queues:         r.Replace(qQueues),
+		updateQueue:    r.Replace(qUpdateQueue),
+		queueStats:     r.Replace(qQueueStats),
+		now:            qNow,
+		queueDepths:    r.Replace(qQueueDepths),
+		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
+		resetForTest:   r.Replace(qResetForTest),
+		tryAppLock:     qTryAppLock,
+		appLockMode:    qAppLockMode,
+		releaseAppLock: qReleaseAppLock,
+		purge:          map[jobs.Table]string{},
+		list:           map[jobs.Table]string{},
+		count:          map[jobs.Table]string{},
 	}
 	for t, ts := range tables {
 		q.list[t] = r.Replace(ts.qList())

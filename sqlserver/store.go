@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -145,25 +146,41 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) Close() error { return s.db.Close() }
 
 // MinCompatibilityLevel is the lowest database compatibility level the
-// store's statements are written and reviewed for (SQL Server 2016's, 130).
+// store's statements are written and reviewed for (130, SQL Server 2016's:
+// no statement needs a later one). The engine itself must be SQL Server
+// 2019 (MinServerVersion) or Azure SQL: the migrations set
+// OPTIMIZE_FOR_SEQUENTIAL_KEY, which older engines do not know.
 const MinCompatibilityLevel = 130
+
+// MinServerVersion is the lowest SQL Server major version the store runs
+// on: 15, SQL Server 2019. Azure SQL Database and Managed Instance always
+// qualify.
+const MinServerVersion = 15
+
+// ErrServerVersion is wrapped by CheckSchema's error for an engine older
+// than MinServerVersion.
+var ErrServerVersion = errors.New("sqlserver: SQL Server 2019 or later, or Azure SQL, is needed")
 
 // ErrCompatibilityLevel is wrapped by CheckSchema's error for a database
 // whose compatibility level is below MinCompatibilityLevel.
 var ErrCompatibilityLevel = errors.New("sqlserver: database compatibility level too low")
 
 // CheckSchema returns nil when the schema is migrated to exactly the version
-// this binary expects (see package schema for the sentinel errors) and the
-// database's compatibility level is at least MinCompatibilityLevel. A
-// database upgraded from an older SQL Server keeps its old level, which
-// the server does not raise by itself.
+// this binary expects (see package schema for the sentinel errors), the
+// engine is at least MinServerVersion and the database's compatibility
+// level is at least MinCompatibilityLevel. A database upgraded from an
+// older SQL Server keeps its old level, which the server does not raise by
+// itself.
 func (s *Store) CheckSchema(ctx context.Context) error {
-	var level int64
-	err := s.do(ctx, "compatibility level", idempotent, func(ctx context.Context) error {
-		return s.db.QueryRowContext(ctx, s.q.compatibilityLevel).Scan(&level)
+	var level, major, edition int64
+	err := s.do(ctx, "server level", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.serverLevel).Scan(&level, &major, &edition)
 	})
 	if err != nil {
-		return fmt.Errorf("sqlserver: read the database's compatibility level: %w", err)
+		return fmt.Errorf("sqlserver: read the server's version and the database's compatibility level: %w", err)
+	}
+	if cloud := edition == 5 || edition == 8; !cloud && major < MinServerVersion {
+		return fmt.Errorf("%w: this server is major version %d", ErrServerVersion, major)
 	}
 	if level < MinCompatibilityLevel {
 		return fmt.Errorf("%w: the database is at level %d, the store needs at least %d; raise it with "+
@@ -449,7 +466,8 @@ func (s *Store) claimQueue(ctx context.Context, q querier, worker, queue string,
 
 // adoptClaim returns the rows a claim stamped with claimID took for worker.
 func (s *Store) adoptClaim(ctx context.Context, worker string, claimID int64) ([]*jobs.Job, error) {
-	rows, err := s.db.QueryContext(ctx, s.q.adoptClaim, named("worker", text(worker)), named("claimId", claimID))
+	rows, err := s.db.QueryContext(ctx, s.q.adoptClaim, named("worker", text(worker)), named("claimId", claimID),
+		named("lockTimeoutMs", s.lockTimeoutMs()))
 	if err != nil {
 		return nil, err
 	}
@@ -518,16 +536,20 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.Lea
 		return nil, nil
 	}
 	beaten := make(map[jobs.LeaseRef]bool, len(refs))
-	err := s.do(ctx, "heartbeat", idempotent, func(ctx context.Context) error {
-		clear(beaten)
-		rows, err := s.db.QueryContext(ctx, s.q.heartbeat, named("refs", s.leaseTVP(refs)))
+	for chunk := range slices.Chunk(refs, maxRefsPerStatement) {
+		got := make(map[jobs.LeaseRef]bool, len(chunk))
+		err := s.do(ctx, "heartbeat", idempotent, func(ctx context.Context) error {
+			clear(got)
+			rows, err := s.db.QueryContext(ctx, s.q.heartbeat, named("refs", s.leaseTVP(chunk)))
+			if err != nil {
+				return err
+			}
+			return scanRefs(rows, got)
+		})
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("sqlserver: heartbeat of %d jobs: %w", len(refs), err)
 		}
-		return scanRefs(rows, beaten)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sqlserver: heartbeat of %d jobs: %w", len(refs), err)
+		maps.Copy(beaten, got)
 	}
 	var lost []jobs.LeaseRef
 	for _, r := range refs {
@@ -580,15 +602,24 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 	if len(refs) == 0 {
 		return 0, nil
 	}
-	var n int64
-	err := s.do(ctx, "release", idempotent, func(ctx context.Context) error {
-		return s.db.QueryRowContext(ctx, s.q.release, named("refs", s.leaseTVP(refs))).Scan(&n)
-	})
-	if err != nil {
-		return 0, fmt.Errorf("sqlserver: release %d jobs: %w", len(refs), err)
+	total := 0
+	for chunk := range slices.Chunk(refs, maxRefsPerStatement) {
+		var n int64
+		err := s.do(ctx, "release", idempotent, func(ctx context.Context) error {
+			return s.db.QueryRowContext(ctx, s.q.release, named("refs", s.leaseTVP(chunk))).Scan(&n)
+		})
+		if err != nil {
+			return total, fmt.Errorf("sqlserver: release %d jobs (%d released before): %w", len(refs), total, err)
+		}
+		total += int(n)
 	}
-	return int(n), nil
+	return total, nil
 }
+
+// maxRefsPerStatement caps the refs of one heartbeat or release statement:
+// each takes a key lock on the clustered index and one on each index it
+// changes, far below the 5,000 locks at which SQL Server escalates.
+const maxRefsPerStatement = 1000
 
 // RescueFetched implements jobs.Store (phase 1).
 func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {

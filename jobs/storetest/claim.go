@@ -164,6 +164,12 @@ var claimCases = []testCase{
 		_, err := h.Store.Claim(ctxOf(t), jobs.ClaimParams{Queues: []string{"default"}, Limit: 1})
 		wantInvalid(t, err, "worker_id")
 	}},
+	{"RejectsALimitAboveMaxClaimLimit", func(t *testing.T, h *Harness) {
+		id := enqueue(t, h, jobs.EnqueueParams{})
+		_, err := h.Store.Claim(ctxOf(t), jobs.ClaimParams{WorkerID: worker1, Queues: []string{"default"}, Limit: jobs.MaxClaimLimit + 1})
+		wantInvalid(t, err, "limit")
+		wantHot(t, h, id, jobs.StatusPending)
+	}},
 }
 
 func statusp(s jobs.Status) *jobs.Status { return &s }
