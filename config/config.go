@@ -69,6 +69,9 @@ type Execution struct {
 	// BatchLinger is how long a start or an outcome that finds no store
 	// call in flight waits for others to share it (0s, at most 1ms).
 	BatchLinger time.Duration
+	// MaxSnoozes is how many times a job may snooze before it is
+	// dead-lettered as SnoozeLimitExceeded (100).
+	MaxSnoozes int
 }
 
 // Retry is the default retry policy.
@@ -123,6 +126,7 @@ func Default() *Config {
 			CancelOnHeartbeatFailure:  p.CancelOnHeartbeatFailure,
 			ShutdownTimeout:           p.ShutdownTimeout,
 			BatchLinger:               p.BatchLinger,
+			MaxSnoozes:                p.MaxSnoozes,
 		},
 		Retry: Retry{
 			MaxAttempts:       jobs.DefaultMaxAttempts,
@@ -170,6 +174,7 @@ func (c *Config) ProcessorConfig() processor.Config {
 		CancelOnHeartbeatFailure:  c.Execution.CancelOnHeartbeatFailure,
 		ShutdownTimeout:           c.Execution.ShutdownTimeout,
 		BatchLinger:               c.Execution.BatchLinger,
+		MaxSnoozes:                c.Execution.MaxSnoozes,
 		// Recovery.FetchedJobTimeout is the rescue loop's; the buffer
 		// releases a job at half of it, before phase 1 would take it back.
 		ReleaseAfter: c.Recovery.FetchedJobTimeout / 2,

@@ -40,6 +40,7 @@ func TestDefault(t *testing.T) {
 		{"Execution.CancelOnHeartbeatFailure", c.Execution.CancelOnHeartbeatFailure, false},
 		{"Execution.ShutdownTimeout", c.Execution.ShutdownTimeout, 30 * time.Second},
 		{"Execution.BatchLinger", c.Execution.BatchLinger, time.Duration(0)},
+		{"Execution.MaxSnoozes", c.Execution.MaxSnoozes, 100},
 		{"Retry.MaxAttempts", c.Retry.MaxAttempts, 3},
 		{"Retry.BaseDelay", c.Retry.BaseDelay, 3 * time.Second},
 		{"Retry.MaxDelay", c.Retry.MaxDelay, time.Hour},
@@ -147,6 +148,7 @@ var yamlCases = []struct {
 	{"Execution.CancelOnHeartbeatFailure", "true", func(c *Config) { c.Execution.CancelOnHeartbeatFailure = true }},
 	{"Execution.ShutdownTimeout", "2m", func(c *Config) { c.Execution.ShutdownTimeout = 2 * time.Minute }},
 	{"Execution.BatchLinger", "200us", func(c *Config) { c.Execution.BatchLinger = 200 * time.Microsecond }},
+	{"Execution.MaxSnoozes", "7", func(c *Config) { c.Execution.MaxSnoozes = 7 }},
 	{"Retry.MaxAttempts", "7", func(c *Config) { c.Retry.MaxAttempts = 7 }},
 	{"Retry.BaseDelay", "500ms", func(c *Config) { c.Retry.BaseDelay = 500 * time.Millisecond }},
 	{"Retry.MaxDelay", "2h", func(c *Config) { c.Retry.MaxDelay = 2 * time.Hour }},
@@ -237,7 +239,7 @@ func custom() *Config {
 	c.Execution = Execution{
 		Concurrency: 4, PrefetchSize: 40, BatchSize: 8, PollInterval: 2 * time.Second,
 		DefaultTimeout: time.Hour, HeartbeatIntervalMin: 5 * time.Second, HeartbeatIntervalMax: 7 * time.Second,
-		HeartbeatFailureThreshold: 4, CancelOnHeartbeatFailure: true, ShutdownTimeout: time.Minute,
+		HeartbeatFailureThreshold: 4, CancelOnHeartbeatFailure: true, ShutdownTimeout: time.Minute, MaxSnoozes: 12,
 	}
 	c.Retry = Retry{MaxAttempts: 9, BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: 0}
 	c.Recovery = Recovery{ScanInterval: 10 * time.Second, FetchedJobTimeout: 3 * time.Minute, ProcessingZombieTimeout: 4 * time.Minute}
@@ -254,7 +256,7 @@ func TestProcessorConfig(t *testing.T) {
 		WorkerID: "w1", Queues: []string{"mail", "default"},
 		Concurrency: 4, PrefetchSize: 40, BatchSize: 8, PollInterval: 2 * time.Second,
 		DefaultTimeout: time.Hour, HeartbeatIntervalMin: 5 * time.Second, HeartbeatIntervalMax: 7 * time.Second,
-		HeartbeatFailureThreshold: 4, CancelOnHeartbeatFailure: true, ShutdownTimeout: time.Minute,
+		HeartbeatFailureThreshold: 4, CancelOnHeartbeatFailure: true, ShutdownTimeout: time.Minute, MaxSnoozes: 12,
 		ReleaseAfter: 90 * time.Second, // half of Recovery.FetchedJobTimeout
 		// custom() leaves JitterMaxDelay at 0s, which in a file means no jitter.
 		Retry: processor.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: processor.NoJitter},

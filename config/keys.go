@@ -59,6 +59,7 @@ var keys = []keyDef{
 	{name: "Execution.CancelOnHeartbeatFailure", kind: kindBool, set: func(c *Config, v any) { c.Execution.CancelOnHeartbeatFailure = v.(bool) }},
 	{name: "Execution.ShutdownTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Execution.ShutdownTimeout = v.(time.Duration) }},
 	{name: "Execution.BatchLinger", kind: kindDuration, set: func(c *Config, v any) { c.Execution.BatchLinger = v.(time.Duration) }},
+	{name: "Execution.MaxSnoozes", kind: kindInt, set: func(c *Config, v any) { c.Execution.MaxSnoozes = v.(int) }},
 
 	{name: "Retry.MaxAttempts", kind: kindInt, set: func(c *Config, v any) { c.Retry.MaxAttempts = v.(int) }},
 	{name: "Retry.BaseDelay", kind: kindDuration, set: func(c *Config, v any) { c.Retry.BaseDelay = v.(time.Duration) }},

@@ -40,6 +40,7 @@ type showExecution struct {
 	CancelOnHeartbeatFailure  bool   `yaml:"CancelOnHeartbeatFailure" json:"CancelOnHeartbeatFailure"`
 	ShutdownTimeout           string `yaml:"ShutdownTimeout" json:"ShutdownTimeout"`
 	BatchLinger               string `yaml:"BatchLinger" json:"BatchLinger"`
+	MaxSnoozes                int    `yaml:"MaxSnoozes" json:"MaxSnoozes"`
 }
 
 type showRetry struct {
@@ -118,6 +119,7 @@ func (c *Config) shown() showFile {
 			CancelOnHeartbeatFailure:  c.Execution.CancelOnHeartbeatFailure,
 			ShutdownTimeout:           d(c.Execution.ShutdownTimeout),
 			BatchLinger:               d(c.Execution.BatchLinger),
+			MaxSnoozes:                c.Execution.MaxSnoozes,
 		},
 		Retry: showRetry{
 			MaxAttempts:       c.Retry.MaxAttempts,

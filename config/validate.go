@@ -52,7 +52,7 @@ func (v checker) fail(id string, value any, rule string) error {
 // the component's own range, whose rule the message then states (with the
 // value as written).
 func zerosRefused(p processor.Config, r zombie.Config) (processor.Config, zombie.Config) {
-	for _, n := range []*int{&p.Concurrency, &p.PrefetchSize, &p.BatchSize, &p.HeartbeatFailureThreshold} {
+	for _, n := range []*int{&p.Concurrency, &p.PrefetchSize, &p.BatchSize, &p.HeartbeatFailureThreshold, &p.MaxSnoozes} {
 		if *n == 0 {
 			*n = -1
 		}
@@ -95,6 +95,7 @@ var settingKeys = map[string]string{
 	"processor.BatchSize":                 "Execution.BatchSize",
 	"processor.PollInterval":              "Execution.PollInterval",
 	"processor.BatchLinger":               "Execution.BatchLinger",
+	"processor.MaxSnoozes":                "Execution.MaxSnoozes",
 	"processor.DefaultTimeout":            "Execution.DefaultTimeout",
 	"processor.HeartbeatIntervalMin":      "Execution.HeartbeatIntervalMin",
 	"processor.HeartbeatIntervalMax":      "Execution.HeartbeatIntervalMax",

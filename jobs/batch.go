@@ -131,7 +131,7 @@ func eachOnce[T any](ctx context.Context, items []T, ref func(T) LeaseRef, fn fu
 		}
 		first[ref(it)] = i
 		err := fn(it)
-		if err != nil && !errors.Is(err, ErrLeaseLost) && !errors.Is(err, ErrInvalidArgument) {
+		if err != nil && !IsJobError(err) {
 			return nil, err
 		}
 		out[i] = err
@@ -208,4 +208,12 @@ func (o oneByOne) DeadLetterMany(ctx context.Context, items []DeadLetterItem) ([
 	return eachOnce(ctx, items, func(it DeadLetterItem) LeaseRef { return it.Ref }, func(it DeadLetterItem) error {
 		return o.w.DeadLetter(ctx, it.Ref, it.Params)
 	})
+}
+
+// IsJobError reports whether err, returned by a worker transition, is
+// about the job alone (its lease lost, its parameters refused, its cancel
+// found instead), not about the call: a batch reports such an error for
+// that job and goes on with the others.
+func IsJobError(err error) bool {
+	return errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrInvalidArgument) || errors.Is(err, ErrCancelled)
 }

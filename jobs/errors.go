@@ -21,6 +21,11 @@ var (
 	// and does not set All.
 	ErrEmptyFilter = errors.New("jobs: refusing to act on every job: the filter is empty (set All to mean it)")
 
+	// ErrCancelled is wrapped by a worker transition (Retry, Snooze) that
+	// found the job's cancel requested and moved it to the DLQ as
+	// Cancelled instead of doing what was asked.
+	ErrCancelled = errors.New("jobs: job cancelled: moved to the dead-letter queue")
+
 	// ErrNotRunning is wrapped by Stop of anything chokaq-go runs (a
 	// processor, a rescue loop) that was never started.
 	ErrNotRunning = errors.New("not running")

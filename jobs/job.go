@@ -40,12 +40,13 @@ type FailureReason int
 
 const (
 	ReasonMaxRetriesExceeded   FailureReason = 0  // the last attempt failed
-	ReasonCancelled            FailureReason = 1  // an operator cancelled it (not produced yet)
+	ReasonCancelled            FailureReason = 1  // an operator cancelled it, or its handler returned Cancel(err)
 	ReasonZombie               FailureReason = 2  // its heartbeats stopped while Processing (rescue phase 2)
 	ReasonFatal                FailureReason = 6  // Permanent error, unknown type or undecodable payload
 	ReasonTimeout              FailureReason = 7  // it ran past its execution deadline
 	ReasonHeartbeatFailure     FailureReason = 9  // its worker could not heartbeat (CancelOnHeartbeatFailure)
 	ReasonRetryLifetimeExpired FailureReason = 10 // .NET code, kept for its number; never produced
+	ReasonSnoozeLimitExceeded  FailureReason = 11 // it snoozed more times than its processor allows
 )
 
 var reasonNames = map[FailureReason]string{
@@ -56,6 +57,7 @@ var reasonNames = map[FailureReason]string{
 	ReasonTimeout:              "Timeout",
 	ReasonHeartbeatFailure:     "HeartbeatFailure",
 	ReasonRetryLifetimeExpired: "RetryLifetimeExpired",
+	ReasonSnoozeLimitExceeded:  "SnoozeLimitExceeded",
 }
 
 // String returns the reason's name, as the .NET implementation spells it.
@@ -79,7 +81,7 @@ func ParseFailureReason(s string) (FailureReason, error) {
 			return r, nil
 		}
 	}
-	return 0, &ValidationError{Field: "reason", Value: s, Rule: "must be one of MaxRetriesExceeded(0), Cancelled(1), Zombie(2), Fatal(6), Timeout(7), HeartbeatFailure(9), RetryLifetimeExpired(10)"}
+	return 0, &ValidationError{Field: "reason", Value: s, Rule: "must be one of MaxRetriesExceeded(0), Cancelled(1), Zombie(2), Fatal(6), Timeout(7), HeartbeatFailure(9), RetryLifetimeExpired(10), SnoozeLimitExceeded(11)"}
 }
 
 // Table names the place a job lives.
@@ -127,8 +129,17 @@ type Job struct {
 	IdempotencyKey string
 	CreatedBy      string
 	MaxAttempts    int
-	// AttemptCount is the number of executions started so far.
+	// AttemptCount is the number of executions started so far, less the
+	// ones that snoozed.
 	AttemptCount int
+	// SnoozeCount is the number of executions that snoozed: each was
+	// started, then given back without counting as an attempt.
+	SnoozeCount int
+	// CancelRequestedAt is when an operator asked to cancel the running
+	// job (hot jobs only; zero when nobody did); CancelNote says who and
+	// why.
+	CancelRequestedAt time.Time
+	CancelNote        string
 
 	Table  Table
 	Status Status // hot jobs only

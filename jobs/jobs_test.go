@@ -87,6 +87,7 @@ func TestReasonAndStatusNumbers(t *testing.T) {
 		{ReasonTimeout, 7, "Timeout"},
 		{ReasonHeartbeatFailure, 9, "HeartbeatFailure"},
 		{ReasonRetryLifetimeExpired, 10, "RetryLifetimeExpired"},
+		{ReasonSnoozeLimitExceeded, 11, "SnoozeLimitExceeded"},
 	}
 	known := map[int]bool{}
 	for _, c := range reasons {

@@ -58,12 +58,22 @@ type Worker interface {
 	// a call retried after its reply was lost must not lose the job.
 	Start(ctx context.Context, ref LeaseRef, p StartParams) (Started, error)
 	// Heartbeat stamps Processing jobs with the store's time in one call. It
-	// returns the refs that matched no row: those jobs' leases are lost.
-	Heartbeat(ctx context.Context, refs []LeaseRef) (lost []LeaseRef, err error)
-	// Complete moves a Processing job to the archive.
+	// reports the refs that matched no row (those jobs' leases are lost)
+	// and the jobs an operator asked to cancel (Admin.Cancel), which it
+	// stamps like any other.
+	Heartbeat(ctx context.Context, refs []LeaseRef) (HeartbeatResult, error)
+	// Complete moves a Processing job to the archive, also one whose
+	// cancel was requested: its work finished.
 	Complete(ctx context.Context, ref LeaseRef) error
-	// Retry returns a Processing job to Pending, due after Delay.
+	// Retry returns a Processing job to Pending, due after Delay. A job
+	// whose cancel was requested goes to the DLQ as Cancelled instead, and
+	// Retry returns an error wrapping ErrCancelled.
 	Retry(ctx context.Context, ref LeaseRef, p RetryParams) error
+	// Snooze returns a Processing job to Pending, due after Delay, and
+	// takes back the attempt it counted at Start (AttemptCount - 1,
+	// SnoozeCount + 1): a snooze is not a failure. A job whose cancel was
+	// requested goes to the DLQ as Cancelled instead (ErrCancelled).
+	Snooze(ctx context.Context, ref LeaseRef, p SnoozeParams) error
 	// DeadLetter moves a Processing job to the DLQ with a reason.
 	DeadLetter(ctx context.Context, ref LeaseRef, p DeadLetterParams) error
 	// Release returns Fetched jobs to Pending without touching AttemptCount.
@@ -104,6 +114,12 @@ type Admin interface {
 	ListJobs(ctx context.Context, p ListParams) (JobPage, error)
 	// CountJobs counts one table's jobs that match a filter.
 	CountJobs(ctx context.Context, table Table, f Filter) (int64, error)
+
+	// Cancel stops jobs nobody wants any more: a Pending or Fetched job
+	// goes to the DLQ at once as Cancelled; a Processing job is marked, its
+	// worker learns of it at its next heartbeat and cancels the handler.
+	// Results are in the order of p.IDs (see CancelOutcome).
+	Cancel(ctx context.Context, p CancelParams) ([]CancelResult, error)
 
 	// Queues lists the queue control rows.
 	Queues(ctx context.Context) ([]QueueSettings, error)
@@ -173,6 +189,28 @@ type Started struct {
 	// else the default). A worker arms its own timer with it, relative to
 	// now, so its clock never has to agree with the store's.
 	Timeout time.Duration
+}
+
+// HeartbeatResult is what a Heartbeat call found.
+type HeartbeatResult struct {
+	// Lost are the refs that matched no Processing row.
+	Lost []LeaseRef
+	// CancelRequested are the refs of jobs an operator asked to cancel:
+	// their handlers should stop. They were stamped.
+	CancelRequested []LeaseRef
+}
+
+// SnoozeParams configures Snooze.
+type SnoozeParams struct {
+	Delay time.Duration
+}
+
+// Validate checks a snooze request.
+func (p SnoozeParams) Validate() error {
+	if p.Delay < 0 || p.Delay > MaxDelay {
+		return &ValidationError{Field: "delay", Value: p.Delay, Rule: "must be between 0 and " + MaxDelay.String()}
+	}
+	return nil
 }
 
 // RetryParams configures Retry.

@@ -303,7 +303,7 @@ func transitionMany(ctx context.Context, bw jobs.BatchWorker, sp jobs.StartParam
 // context ended), nil when it is about the job alone (its lease lost, its
 // parameters refused), as a batch call reports them.
 func callError(err error) error {
-	if err == nil || errors.Is(err, jobs.ErrLeaseLost) || errors.Is(err, jobs.ErrInvalidArgument) {
+	if err == nil || jobs.IsJobError(err) {
 		return nil
 	}
 	return err

@@ -52,6 +52,11 @@ type Config struct {
 
 	Retry RetryPolicy
 
+	// MaxSnoozes is how many times a job may snooze (Snooze) before it is
+	// dead-lettered with reason SnoozeLimitExceeded (100): a handler that
+	// snoozes forever would otherwise never end.
+	MaxSnoozes int
+
 	// Observer sees every claim, start and outcome (metrics); nil for none.
 	Observer Observer
 
@@ -90,6 +95,7 @@ func DefaultConfig() Config {
 		HeartbeatFailureThreshold: 10,
 		ShutdownTimeout:           30 * time.Second,
 		ReleaseAfter:              5 * time.Minute,
+		MaxSnoozes:                100,
 		Retry: RetryPolicy{
 			BaseDelay:         3 * time.Second,
 			MaxDelay:          time.Hour,
@@ -112,6 +118,7 @@ func (c Config) withDefaults() Config {
 	setInt(&c.PrefetchSize, d.PrefetchSize)
 	setInt(&c.BatchSize, d.BatchSize)
 	setInt(&c.HeartbeatFailureThreshold, d.HeartbeatFailureThreshold)
+	setInt(&c.MaxSnoozes, d.MaxSnoozes)
 	setDur(&c.PollInterval, d.PollInterval)
 	setDur(&c.DefaultTimeout, d.DefaultTimeout)
 	setDur(&c.HeartbeatIntervalMin, d.HeartbeatIntervalMin)
@@ -166,6 +173,7 @@ const (
 	MaxReleaseAfter              = 12 * time.Hour
 	MaxBackoffMultiplier         = 1000
 	MaxBatchLinger               = time.Millisecond
+	MaxMaxSnoozes                = 1_000_000
 )
 
 // Validate checks c as New would use it, defaults applied, and returns the
@@ -211,6 +219,7 @@ func (c Config) validate() error {
 		between("HeartbeatIntervalMin", c.HeartbeatIntervalMin, MinHeartbeatInterval, MaxHeartbeatInterval),
 		between("HeartbeatIntervalMax", c.HeartbeatIntervalMax, MinHeartbeatInterval, MaxHeartbeatInterval),
 		count("HeartbeatFailureThreshold", c.HeartbeatFailureThreshold, MaxHeartbeatFailureThreshold),
+		count("MaxSnoozes", c.MaxSnoozes, MaxMaxSnoozes),
 		between("ShutdownTimeout", c.ShutdownTimeout, 0, MaxShutdownTimeout),
 		between("ReleaseAfter", c.ReleaseAfter, 0, MaxReleaseAfter),
 		between("BatchLinger", c.BatchLinger, 0, MaxBatchLinger),

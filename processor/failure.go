@@ -3,6 +3,7 @@ package processor
 import (
 	"fmt"
 	"reflect"
+	"time"
 )
 
 // Bounds of the walk of an error tree. An Unwrap chain that loops (an error
@@ -26,6 +27,10 @@ type failure struct {
 	err       error
 	msg       string
 	permanent bool
+	// cancel: the handler returned Cancel(err); snooze: Snooze(d), with
+	// snoozeFor its delay.
+	cancel, snooze bool
+	snoozeFor      time.Duration
 }
 
 // StrangeError stands in for a handler error the processor could not use as
@@ -47,8 +52,16 @@ func inspect(herr error) failure {
 		return failure{err: &StrangeError{Type: fmt.Sprintf("%T", herr), Message: msg}, msg: msg}
 	}
 	msg, panicked := safeMessage(herr)
-	perm, walkPanic := findPermanent(herr)
-	f := failure{err: herr, msg: msg, permanent: perm}
+	walkPanic, mark := findMark(herr)
+	f := failure{err: herr, msg: msg}
+	switch m := mark.(type) {
+	case *PermanentError:
+		f.permanent = true
+	case *CancelError:
+		f.cancel = true
+	case *SnoozeError:
+		f.snooze, f.snoozeFor = true, max(m.Delay, 0)
+	}
 	if panicked || walkPanic != "" {
 		if walkPanic != "" && !panicked {
 			f.msg = msg + " (" + walkPanic + ")"
@@ -80,12 +93,13 @@ func isNilValue(err error) bool {
 	return false
 }
 
-// findPermanent is errors.As(err, new(*PermanentError)) with the tree's walk
-// bounded and every method call under recover. A node that is a nil value
-// is not entered. walkPanic describes what made err unsafe to walk with the
+// findMark finds, as errors.As would, the first *PermanentError,
+// *CancelError or *SnoozeError in err's tree, with the walk bounded and
+// every method call under recover. A node that is a nil value is not
+// entered. walkPanic describes what made err unsafe to walk with the
 // errors package, if anything did: a method that panicked, or a chain that
 // loops.
-func findPermanent(err error) (found bool, walkPanic string) {
+func findMark(err error) (walkPanic string, mark error) {
 	visited := 0
 	var walk func(e error, depth int) bool
 	walk = func(e error, depth int) bool {
@@ -105,15 +119,26 @@ func findPermanent(err error) (found bool, walkPanic string) {
 			return false
 		}
 		visited++
-		if _, ok := e.(*PermanentError); ok {
+		switch e.(type) {
+		case *PermanentError, *CancelError, *SnoozeError:
+			mark = e
 			return true
 		}
 		var next []error
 		ok := guard(&walkPanic, e, func() {
 			if as, ok := e.(interface{ As(any) bool }); ok {
-				var target *PermanentError
-				if as.As(&target) && target != nil {
-					found = true
+				var p *PermanentError
+				var c *CancelError
+				var z *SnoozeError
+				switch {
+				case as.As(&p) && p != nil:
+					mark = p
+				case as.As(&c) && c != nil:
+					mark = c
+				case as.As(&z) && z != nil:
+					mark = z
+				}
+				if mark != nil {
 					return
 				}
 			}
@@ -124,8 +149,8 @@ func findPermanent(err error) (found bool, walkPanic string) {
 				next = u.Unwrap()
 			}
 		})
-		if !ok || found {
-			return found
+		if !ok || mark != nil {
+			return mark != nil
 		}
 		for _, n := range next {
 			if walk(n, depth+1) {
@@ -134,8 +159,8 @@ func findPermanent(err error) (found bool, walkPanic string) {
 		}
 		return false
 	}
-	found = walk(err, 0) || found
-	return found, walkPanic
+	walk(err, 0)
+	return walkPanic, mark
 }
 
 // guard runs fn, recording in *why a panic of one of e's methods.

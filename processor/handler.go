@@ -18,9 +18,12 @@ type Job struct {
 	Type  string
 	// Payload is the job's raw bytes; do not keep it after the handler returns.
 	Payload []byte
-	// Attempt is this execution's number, starting at 1.
+	// Attempt is this execution's number, starting at 1 (executions that
+	// snoozed are not counted).
 	Attempt     int
 	MaxAttempts int
+	// Snoozes is how many earlier executions snoozed (Snooze).
+	Snoozes int
 	// Lease is the fencing token of this execution: it goes up at every
 	// claim, so a downstream system that remembers the highest lease it saw
 	// per job can refuse a write from an older execution.
@@ -140,9 +143,43 @@ func Permanent(err error) error {
 // is safe on any error value: a typed nil, a panicking Unwrap or a chain
 // that loops gives false rather than a panic or a hang.
 func IsPermanent(err error) bool {
-	found, _ := findPermanent(err)
-	return found
+	_, m := findMark(err)
+	_, ok := m.(*PermanentError)
+	return ok
 }
+
+// CancelError marks a job its handler gave up on for good: the job goes
+// to the DLQ at once with reason Cancelled (see Cancel).
+type CancelError struct{ Err error }
+
+// Error is the wrapped error's message, marked cancelled.
+func (e *CancelError) Error() string { return "cancelled: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *CancelError) Unwrap() error { return e.Err }
+
+// Cancel wraps err so the job is dead-lettered at once with reason
+// Cancelled: the work is no longer wanted (the order was refunded, the
+// account deleted), which is not a failure to retry. nil stays nil.
+func Cancel(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &CancelError{Err: err}
+}
+
+// SnoozeError asks for the job to run again after Delay without counting
+// the attempt (see Snooze).
+type SnoozeError struct{ Delay time.Duration }
+
+// Error says for how long the job snoozes.
+func (e *SnoozeError) Error() string { return "snooze for " + e.Delay.String() }
+
+// Snooze returns the error that puts the job back to Pending, due after d,
+// and gives back the attempt this execution counted: "not now, later" is
+// not a failure. A job snoozes at most Config.MaxSnoozes times, then it is
+// dead-lettered with reason SnoozeLimitExceeded. A negative d is 0.
+func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
 
 // PanicError is a handler panic, recovered, with its stack.
 type PanicError struct {

@@ -17,6 +17,13 @@ import (
 // MaxHeartbeatBatch caps the jobs one heartbeat store call carries.
 const MaxHeartbeatBatch = 500
 
+// ErrCancelled is the cause of a handler's context when an operator
+// cancelled its job (Client.Cancel): a handler that wants to tell it from
+// a shutdown or a timeout tests errors.Is(context.Cause(ctx), ErrCancelled).
+// If the handler then returns an error the job goes to the DLQ with reason
+// Cancelled; if it returns nil its work finished and the job is archived.
+var ErrCancelled = errors.New("processor: job cancelled by an operator")
+
 // Causes a running job's context is cancelled with.
 var (
 	errLeaseLost        = errors.New("lease lost: the job was rescued or claimed again")
@@ -42,7 +49,9 @@ type beat struct {
 	finishing bool
 	// failed: the last call that carried this beat failed.
 	failed bool
-	log    jobLogger
+	// cancelled: the job's handler was cancelled at an operator's request.
+	cancelled bool
+	log       jobLogger
 }
 
 type beatHeap []*beat
@@ -244,13 +253,20 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 		refs[i] = b.ref
 	}
 	callCtx, cancel := context.WithTimeout(ctx, h.min)
-	lost, err := h.store.Heartbeat(callCtx, refs)
+	res, err := h.store.Heartbeat(callCtx, refs)
 	cancel()
 	h.stats.hbCalls.Add(1)
 	h.stats.hbBeats.Add(int64(len(batch)))
-	lostSet := make(map[jobs.LeaseRef]bool, len(lost))
-	for _, r := range lost {
+	lostSet := make(map[jobs.LeaseRef]bool, len(res.Lost))
+	for _, r := range res.Lost {
 		lostSet[r] = true
+	}
+	var cancelSet map[jobs.LeaseRef]bool
+	if len(res.CancelRequested) > 0 {
+		cancelSet = make(map[jobs.LeaseRef]bool, len(res.CancelRequested))
+		for _, r := range res.CancelRequested {
+			cancelSet[r] = true
+		}
 	}
 	if err != nil && ctx.Err() == nil {
 		h.stats.storeErrors.Add(1)
@@ -296,6 +312,16 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 			h.dropLocked(b)
 			continue
 		default:
+			// An operator asked to cancel the job: cancel its handler once,
+			// and go on beating, so the job is not taken for a zombie while
+			// the handler winds down. An outcome already being written is
+			// left alone.
+			if cancelSet[b.ref] && !b.cancelled && !b.finishing {
+				b.cancelled = true
+				h.stats.cancelRequests.Add(1)
+				b.cancel(ErrCancelled)
+				b.log.Info("cancel requested: cancelling the handler")
+			}
 			h.setFailedLocked(b, false)
 			b.failures = 0
 			h.schedule(b, now)

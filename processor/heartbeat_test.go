@@ -25,7 +25,7 @@ type beatLog struct {
 
 func newBeatLog(s jobs.Store) *beatLog { return &beatLog{Store: s, at: map[int64][]time.Time{}} }
 
-func (b *beatLog) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+func (b *beatLog) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
 	b.mu.Lock()
 	b.calls = append(b.calls, append([]jobs.LeaseRef(nil), refs...))
 	now := time.Now()

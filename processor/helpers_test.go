@@ -159,7 +159,7 @@ func (c *countingStore) Start(ctx context.Context, r jobs.LeaseRef, p jobs.Start
 	c.add("start")
 	return c.Store.Start(ctx, r, p)
 }
-func (c *countingStore) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+func (c *countingStore) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
 	c.add("heartbeat")
 	return c.Store.Heartbeat(ctx, refs)
 }

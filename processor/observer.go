@@ -31,10 +31,11 @@ const (
 	OutcomeDeadLettered                    // moved to the DLQ (Result.Reason)
 	OutcomeLeaseLost                       // the job was taken away; nothing written
 	OutcomeUnsettled                       // the outcome could not be written before shutdown; rescue settles it
+	OutcomeSnoozed                         // back to Pending by Snooze, the attempt not counted
 )
 
 // String returns the outcome as metrics label it: "succeeded",
-// "retried", "dead_lettered", "lease_lost" or "unsettled".
+// "retried", "dead_lettered", "lease_lost", "unsettled" or "snoozed".
 func (o Outcome) String() string {
 	switch o {
 	case OutcomeSucceeded:
@@ -47,6 +48,8 @@ func (o Outcome) String() string {
 		return "lease_lost"
 	case OutcomeUnsettled:
 		return "unsettled"
+	case OutcomeSnoozed:
+		return "snoozed"
 	}
 	return "unknown"
 }
@@ -64,6 +67,21 @@ type Result struct {
 	// at once, and the handler's error is not counted as a failure (see
 	// Stats.Failed).
 	Interrupted bool
+}
+
+// Failed reports whether the execution failed: its handler returned an
+// error (or panicked) of its own. A handler stopped by shutdown or by a
+// lost lease, one that snoozed, and a job cancelled (by an operator or by
+// its handler) did not fail. Stats.Failed and chokaq.jobs.failed count
+// these.
+func (r Result) Failed() bool {
+	switch {
+	case r.HandlerErr == nil, r.Interrupted, r.Outcome == OutcomeLeaseLost, r.Outcome == OutcomeSnoozed:
+		return false
+	case r.Outcome == OutcomeDeadLettered && r.Reason == jobs.ReasonCancelled:
+		return false
+	}
+	return true
 }
 
 type nopObserver struct{}

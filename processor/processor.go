@@ -448,7 +448,7 @@ func (p *Processor) execute(ws *workerSlots, f *fetched) {
 	rn := &run{
 		job: Job{
 			ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload, Attempt: st.AttemptCount,
-			MaxAttempts: j.MaxAttempts, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt,
+			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt,
 			Deadline: due,
 		},
 		ctx:  withDeadline{Context: jobCtx, at: due},
@@ -516,6 +516,11 @@ func (p *Processor) finished(j *jobs.Job, r Result) {
 		p.stats.deadLettered.Add(1)
 	case OutcomeLeaseLost:
 		p.stats.leaseLost.Add(1)
+	case OutcomeSnoozed:
+		p.stats.snoozed.Add(1)
+	}
+	if r.Failed() {
+		p.stats.failed.Add(1)
 	}
 	p.cfg.Observer.JobFinished(j, r)
 }
@@ -539,9 +544,6 @@ func (p *Processor) call(ctx context.Context, j *Job) (err error) {
 // handler returned an error; f is what inspect read from it, the only form of
 // it used here.
 func (p *Processor) settle(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j *Job, f failure, failed bool, cause error) Result {
-	if failed && !errors.Is(cause, errShutdown) && !errors.Is(cause, errLeaseLost) {
-		p.stats.failed.Add(1)
-	}
 	switch {
 	case errors.Is(cause, errLeaseLost):
 		log.Warn("lease lost: the job was taken away; writing nothing", zap.String("handler_error", jobs.Headline(f.msg, maxLogLine)))
@@ -552,6 +554,12 @@ func (p *Processor) settle(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j 
 			log.Debug("job succeeded")
 		}
 		return r
+	case errors.Is(cause, ErrCancelled):
+		return p.deadLetter(ws, log, ref, jobs.ReasonCancelled, "the handler stopped after its cancel was requested: "+f.msg)
+	case f.cancel:
+		return p.deadLetter(ws, log, ref, jobs.ReasonCancelled, "the handler cancelled the job: "+f.msg)
+	case f.snooze:
+		return p.snooze(ws, log, ref, j, f.snoozeFor)
 	case errors.Is(cause, errShutdown):
 		return p.retry(ws, log, ref, 0, "interrupted by shutdown: "+f.msg)
 	case errors.Is(cause, errHeartbeatFailure):
@@ -565,6 +573,22 @@ func (p *Processor) settle(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j 
 	default:
 		return p.retry(ws, log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), f.msg)
 	}
+}
+
+// snooze returns the job to Pending after d without counting the attempt,
+// or dead-letters it once it has snoozed MaxSnoozes times.
+func (p *Processor) snooze(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j *Job, d time.Duration) Result {
+	if j.Snoozes >= p.cfg.MaxSnoozes {
+		return p.deadLetter(ws, log, ref, jobs.ReasonSnoozeLimitExceeded,
+			fmt.Sprintf("the handler snoozed the job %d times, the most MaxSnoozes allows", j.Snoozes))
+	}
+	params := jobs.SnoozeParams{Delay: min(d, jobs.MaxDelay)}
+	r := p.write(log, "snooze", func(ctx context.Context) error { return p.store.Snooze(ctx, ref, params) })
+	if r.Outcome == OutcomeSucceeded {
+		log.Debug("job snoozed", zap.Duration("delay", params.Delay))
+		r.Outcome = OutcomeSnoozed
+	}
+	return r
 }
 
 func (p *Processor) retry(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, delay time.Duration, msg string) Result {
@@ -608,6 +632,9 @@ func (p *Processor) write(log jobLogger, op string, fn func(context.Context) err
 		case errors.Is(err, jobs.ErrLeaseLost):
 			log.Warn("lease lost: "+op+" changed nothing", zap.Error(err))
 			return Result{Outcome: OutcomeLeaseLost}
+		case errors.Is(err, jobs.ErrCancelled): // the store dead-lettered it instead
+			log.Info("job cancelled: its cancel was requested before the "+op+" was written", zap.Error(err))
+			return Result{Outcome: OutcomeDeadLettered, Reason: jobs.ReasonCancelled}
 		case errors.Is(err, jobs.ErrInvalidArgument):
 			log.Error(op+" refused by the store", zap.Error(err))
 			return Result{Outcome: OutcomeUnsettled}

@@ -369,9 +369,9 @@ type heartbeatFailStore struct {
 	claims atomic.Int64
 }
 
-func (h *heartbeatFailStore) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+func (h *heartbeatFailStore) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
 	if h.down.Load() {
-		return nil, errors.New("heartbeat write failed")
+		return jobs.HeartbeatResult{}, errors.New("heartbeat write failed")
 	}
 	return h.Store.Heartbeat(ctx, refs)
 }

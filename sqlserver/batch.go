@@ -34,12 +34,15 @@ const (
 	kindComplete   = 2
 	kindRetry      = 3
 	kindDeadLetter = 4
+	// kindRetryCancelled: a retry found the job's cancel requested and
+	// moved it to the DLQ as Cancelled.
+	kindRetryCancelled = 5
 )
 
 // transitioned is what qTransition reports it moved.
 type transitioned struct {
 	started map[jobs.LeaseRef]jobs.Started
-	moved   [kindDeadLetter + 1]map[jobs.LeaseRef]bool
+	moved   [kindRetryCancelled + 1]map[jobs.LeaseRef]bool
 }
 
 // Transition implements jobs.BatchWorker: one round trip, one statement
@@ -107,7 +110,11 @@ func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.Transi
 			}
 		}
 		for i, it := range t.Retries {
-			if r.Retries[i] == nil && !got.moved[kindRetry][it.Ref] {
+			switch {
+			case r.Retries[i] != nil, got.moved[kindRetry][it.Ref]:
+			case got.moved[kindRetryCancelled][it.Ref]:
+				r.Retries[i] = fmt.Errorf("sqlserver: retry job %d lease %d: %w", it.Ref.ID, it.Ref.Lease, jobs.ErrCancelled)
+			default:
 				r.Retries[i] = lost("retry", it.Ref)
 			}
 		}
@@ -147,7 +154,7 @@ func scanTransitioned(rows *sql.Rows) (transitioned, error) {
 				st := jobs.Started{AttemptCount: int(attempts.Int64), StartedAt: started.Time.UTC(), DeadlineAt: deadline.Time.UTC()}
 				st.Timeout = st.DeadlineAt.Sub(st.StartedAt)
 				got.started[ref] = st
-			case kindComplete, kindRetry, kindDeadLetter:
+			case kindComplete, kindRetry, kindDeadLetter, kindRetryCancelled:
 				got.moved[kind][ref] = true
 			default:
 				return got, fmt.Errorf("sqlserver: transition returned a row of unknown kind %d", kind)
@@ -193,17 +200,4 @@ func (s *Store) RetryMany(ctx context.Context, items []jobs.RetryItem) ([]error,
 func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem) ([]error, error) {
 	r, err := s.Transition(ctx, jobs.Transitions{DeadLetters: items})
 	return emptied(r.DeadLetters), err
-}
-
-// scanRefs reads rows of (Id, RunLease) into set.
-func scanRefs(rows *sql.Rows, set map[jobs.LeaseRef]bool) error {
-	defer rows.Close()
-	for rows.Next() {
-		var r jobs.LeaseRef
-		if err := rows.Scan(&r.ID, &r.Lease); err != nil {
-			return err
-		}
-		set[r] = true
-	}
-	return rows.Err()
 }

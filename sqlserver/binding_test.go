@@ -199,6 +199,11 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 				DeadLetters: []jobs.DeadLetterItem{{Ref: jobs.LeaseRef{ID: 46, Lease: 2}, Params: jobs.DeadLetterParams{Reason: jobs.ReasonFatal}}}})
 			return err
 		}},
+		{"Snooze", func() error { return s.Snooze(ctx, ref, jobs.SnoozeParams{Delay: 90 * time.Second}) }},
+		{"Cancel", func() error {
+			_, err := s.Cancel(ctx, jobs.CancelParams{IDs: []int64{42, 43, 42}, By: "ops", Reason: "refunded"})
+			return err
+		}},
 		{"Release", func() error { _, err := s.Release(ctx, []jobs.LeaseRef{ref, {ID: 43, Lease: 1}}); return err }},
 		{"RescueFetched", func() error { _, err := s.RescueFetched(ctx, jobs.RescueParams{Timeout: time.Minute}); return err }},
 		{"RescueZombies", func() error {

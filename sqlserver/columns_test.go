@@ -265,7 +265,10 @@ type tableColumn struct {
 	required bool
 }
 
-var createTable = regexp.MustCompile(`(?is)\bCREATE\s+TABLE\s+([^\s(]+)\s*\(`)
+var (
+	createTable = regexp.MustCompile(`(?is)\bCREATE\s+TABLE\s+([^\s(]+)\s*\(`)
+	alterAdd    = regexp.MustCompile(`(?is)\bALTER\s+TABLE\s+(\S+)\s+ADD\s+([^;]*);`)
+)
 
 // migratedTables reads the tables the up migrations create, by name
 // without brackets ("my_schema.JobsHot").
@@ -281,6 +284,11 @@ func migratedTables(t *testing.T, schemaName string) map[string][]tableColumn {
 				t.Fatalf("%s: unbalanced parentheses after %s", name, text[m[0]:m[1]])
 			}
 			tables[unbracket(text[m[2]:m[3]])] = tableColumns(text[open+1 : end])
+		}
+		// Columns later versions add (ALTER TABLE t ADD c type, ...).
+		for _, m := range alterAdd.FindAllStringSubmatch(text, -1) {
+			tb := unbracket(m[1])
+			tables[tb] = append(tables[tb], tableColumns(m[2])...)
 		}
 	}
 	if len(tables) < 4 {

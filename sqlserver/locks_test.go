@@ -243,6 +243,7 @@ func TestClaimRetryAdoptsTheRowsOfALostReply(t *testing.T) {
 			row[0], row[1], row[2], row[16] = int64(9), "mail", "t", int64(5) // Id, Queue, Type, RunLease
 			row[4], row[8], row[9] = int64(0), int64(3), int64(0)             // priority, max attempts, attempts
 			row[10], row[12], row[13] = int64(1), time.Now(), time.Now()      // table, created, scheduled
+			row[25] = int64(0)                                                // snoozes
 			rec.rows = map[string][]driver.Value{s.q.adoptClaim: row}
 		}
 		rec.failNext(s.q.claim, &net.OpError{Op: "read", Net: "tcp", Err: errors.New("connection reset by peer")})
@@ -348,7 +349,7 @@ func TestHeartbeatAndReleaseAreChunked(t *testing.T) {
 	}
 	rec.answer = func(q string) []driver.Value {
 		if q == s.q.heartbeat {
-			return []driver.Value{int64(1), int64(1)} // one beaten ref
+			return []driver.Value{int64(1), int64(1), int64(0)} // one beaten ref, not cancelled
 		}
 		return []driver.Value{int64(0)} // released nothing
 	}

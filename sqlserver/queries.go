@@ -64,17 +64,20 @@ func agoFrom(name, from string) string {
 const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(1 AS TINYINT), $.Status, $.CreatedAtUtc, $.ScheduledAtUtc, $.LastUpdatedUtc, $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
-    CAST(NULL AS DATETIME2(7)), CAST(NULL AS BIGINT), CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX))`
+    CAST(NULL AS DATETIME2(7)), CAST(NULL AS BIGINT), CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
+    $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7)), $.LastError,
-    $.FinishedAtUtc, $.DurationMs, CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX))`
+    $.FinishedAtUtc, $.DurationMs, CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500))`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
-    $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails`
+    $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails,
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500))`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -86,6 +89,7 @@ var unifiedNames = [][2]string{
 	{"ScheduledAtUtc", "DATETIME2(7)"}, {"LastUpdatedUtc", "DATETIME2(7)"}, {"WorkerId", "NVARCHAR(200)"}, {"RunLease", "BIGINT"},
 	{"StartedAtUtc", "DATETIME2(7)"}, {"HeartbeatUtc", "DATETIME2(7)"}, {"DeadlineUtc", "DATETIME2(7)"}, {"LastError", "NVARCHAR(MAX)"},
 	{"FinishedAtUtc", "DATETIME2(7)"}, {"DurationMs", "BIGINT"}, {"FailureReason", "INT"}, {"ErrorDetails", "NVARCHAR(MAX)"},
+	{"SnoozeCount", "INT"}, {"CancelRequestedUtc", "DATETIME2(7)"}, {"CancelNote", "NVARCHAR(500)"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -109,17 +113,22 @@ func unifiedSelect(alias string) string {
 // Columns a move copies out of JobsHot.
 const (
 	archiveColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
-    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs`
+    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs, SnoozeCount`
 	archiveFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
-    deleted.RunLease, deleted.StartedAtUtc, deleted.LastError, @now, DATEDIFF_BIG(MILLISECOND, deleted.StartedAtUtc, @now)`
+    deleted.RunLease, deleted.StartedAtUtc, deleted.LastError, @now, DATEDIFF_BIG(MILLISECOND, deleted.StartedAtUtc, @now),
+    deleted.SnoozeCount`
 	dlqColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
     CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, HeartbeatUtc, DeadlineUtc, LastError,
-    FinishedAtUtc, FailureReason, ErrorDetails`
+    SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
 	// dlqFromDeleted is followed by the reason and the details.
 	dlqFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
-    deleted.RunLease, deleted.StartedAtUtc, deleted.HeartbeatUtc, deleted.DeadlineUtc, deleted.LastError, @now`
+    deleted.RunLease, deleted.StartedAtUtc, deleted.HeartbeatUtc, deleted.DeadlineUtc, deleted.LastError,
+    deleted.SnoozeCount, @now`
+	// cancelledReason is the reason of a move to the DLQ by rescue phase
+	// 3: Timeout, or Cancelled for a job whose cancel was requested.
+	cancelledReason = `CASE WHEN deleted.CancelRequestedUtc IS NULL THEN 7 ELSE 1 END`
 	// rescuedOutput is what a rescue phase reports per job; scanRescued reads it.
 	rescuedOutput = `deleted.Id, deleted.Queue, deleted.Type, deleted.WorkerId, deleted.RunLease`
 )
@@ -336,11 +345,12 @@ IF @@ROWCOUNT = 0
 SELECT AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;`
 
 // Heartbeat of many jobs in one statement. FORCESEEK keeps it a seek per
-// listed job whatever the optimizer guesses about the table parameter.
+// listed job whatever the optimizer guesses about the table parameter. The
+// third column says an operator asked to cancel the job.
 const qHeartbeat = `SET NOCOUNT ON;
 UPDATE h
 SET HeartbeatUtc = SYSUTCDATETIME()
-OUTPUT inserted.Id, inserted.RunLease
+OUTPUT inserted.Id, inserted.RunLease, CASE WHEN inserted.CancelRequestedUtc IS NULL THEN 0 ELSE 1 END
 FROM @refs AS r
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
 WHERE h.Status = 2;`
@@ -355,20 +365,46 @@ FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
 SELECT @@ROWCOUNT;`
 
-// Processing -> Pending after a retryable failure.
-const qRetry = `SET NOCOUNT ON;
+// Processing -> Pending for a snooze: the attempt is given back and the
+// snooze counted. A job whose cancel was requested goes to the DLQ as
+// Cancelled instead (2 is returned). The row is update-locked first, so a
+// cancel that comes meanwhile waits: the job is either marked now or stays
+// unmarked until COMMIT, and no move misses it.
+var qSnooze = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-UPDATE {{s}}.JobsHot WITH (ROWLOCK)
-SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
-    LastUpdatedUtc = @now, LastError = NULLIF(@error, N''), ScheduledAtUtc = ` + "{{retryAt}}" + `
+DECLARE @marked BIT, @n INT = 0;
+BEGIN TRANSACTION;
+SELECT @marked = CASE WHEN CancelRequestedUtc IS NULL THEN 0 ELSE 1 END
+FROM {{s}}.JobsHot WITH (UPDLOCK, ROWLOCK)
 WHERE Id = @id AND RunLease = @lease AND Status = 2;
-SELECT @@ROWCOUNT;`
+IF @marked = 1
+BEGIN
+    DELETE h
+    OUTPUT ` + dlqFromDeleted + `, 1, ` + cancelDetails("N'snoozed after its cancel was requested'") + `
+    INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+    FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
+    WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
+    SET @n = 2;
+END
+ELSE IF @marked = 0
+BEGIN
+    UPDATE {{s}}.JobsHot WITH (ROWLOCK)
+    SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
+        LastUpdatedUtc = @now, AttemptCount = AttemptCount - 1, SnoozeCount = SnoozeCount + 1,
+        ScheduledAtUtc = ` + "{{retryAt}}" + `
+    WHERE Id = @id AND RunLease = @lease AND Status = 2;
+    SET @n = @@ROWCOUNT;
+END
+COMMIT TRANSACTION;
+SELECT @n;`
 
 // Processing -> DLQ, one atomic move.
-const qDeadLetter = `SET NOCOUNT ON;
+var qDeadLetter = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DELETE h
-OUTPUT ` + dlqFromDeleted + `, @reason, NULLIF(@details, N'')
+OUTPUT ` + dlqFromDeleted + `, @reason,
+    CASE WHEN @reason = 1 THEN ` + cancelDetails("NULLIF(@details, N'')") + ` ELSE NULLIF(@details, N'') END
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
@@ -389,8 +425,10 @@ SELECT @@ROWCOUNT;`
 // one-job calls do: after an error the caller knows nothing of any job and
 // sends them again, which each list's statement bears (a start repeated
 // under its lease reports that start; a move repeated finds nothing).
-const qTransition = `SET NOCOUNT ON;
+var qTransition = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @locked INT;
 DECLARE @started TABLE (Id BIGINT NOT NULL PRIMARY KEY, Lease BIGINT NOT NULL, AttemptCount INT NOT NULL,
     StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL);
 -- 1. Fetched -> Processing. A job this lease already started is reported
@@ -418,23 +456,78 @@ OUTPUT CAST(2 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
 FROM @completes AS cr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = cr.Id AND h.RunLease = cr.Lease
 WHERE h.Status = 2;
--- 3. Processing -> Pending, each with its own delay and error.
+-- 3. Processing -> Pending, each with its own delay and error; a job whose
+-- cancel was requested goes to the DLQ as Cancelled instead (Kind 5). The
+-- rows are update-locked first, so a cancel that comes meanwhile waits:
+-- each is marked now or stays unmarked until COMMIT, and no move misses it.
+BEGIN TRANSACTION;
+SELECT @locked = COUNT(*)
+FROM @retries AS rr
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
+WHERE h.Status = 2;
+DELETE h
+OUTPUT ` + dlqFromDeleted + `, 1, ` + cancelDetails("NULLIF(rr.Error, N'')") + `
+INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+OUTPUT CAST(5 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
+FROM @retries AS rr
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
+WHERE h.Status = 2 AND h.CancelRequestedUtc IS NOT NULL;
 UPDATE h
 SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
     LastUpdatedUtc = @now, LastError = NULLIF(rr.Error, N''), ScheduledAtUtc = ` + "{{retryAtItem}}" + `
 OUTPUT CAST(3 AS TINYINT), inserted.Id, inserted.RunLease, ` + transitionNulls + `
 FROM @retries AS rr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
-WHERE h.Status = 2;
+WHERE h.Status = 2 AND h.CancelRequestedUtc IS NULL;
+COMMIT TRANSACTION;
 -- 4. Processing -> DLQ, each with its own reason and details, one atomic
 -- move.
 DELETE h
-OUTPUT ` + dlqFromDeleted + `, dr.Reason, NULLIF(dr.Details, N'')
+OUTPUT ` + dlqFromDeleted + `, dr.Reason,
+    CASE WHEN dr.Reason = 1 THEN ` + cancelDetails("NULLIF(dr.Details, N'')") + ` ELSE NULLIF(dr.Details, N'') END
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT CAST(4 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
 FROM @deadLetters AS dr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = dr.Id AND h.RunLease = dr.Lease
 WHERE h.Status = 2;`
+
+// qCancel stops the jobs of @ids (ADR 0019). It reads and update-locks the
+// hot rows first, so each is judged once against a state that holds until
+// COMMIT: a Pending or Fetched job (no user code ran) moves to the DLQ as
+// Cancelled with the note as its details; a Processing job is marked, the
+// first request's note kept, and its worker learns of it at its next
+// heartbeat. Jobs not hot are looked for in the archive and the DLQ after
+// COMMIT (already finished); the others were not found. Outcome numbers are
+// jobs.CancelOutcome's.
+var qCancel = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @note NVARCHAR(500) = @noteText;
+DECLARE @judged TABLE (Id BIGINT NOT NULL PRIMARY KEY, Outcome TINYINT NOT NULL, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL);
+BEGIN TRANSACTION;
+INSERT INTO @judged (Id, Outcome, Queue, Type)
+SELECT h.Id, CASE WHEN h.Status = 2 THEN 2 ELSE 1 END, h.Queue, h.Type
+FROM @ids AS i
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK) ON h.Id = i.Id;
+DELETE h
+OUTPUT ` + dlqFromDeleted + `, 1, @note
+INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+FROM @judged AS j
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = j.Id
+WHERE j.Outcome = 1;
+UPDATE h
+SET CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), CancelNote = ISNULL(h.CancelNote, @note)
+FROM @judged AS j
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = j.Id
+WHERE j.Outcome = 2;
+COMMIT TRANSACTION;
+INSERT INTO @judged (Id, Outcome, Queue, Type)
+SELECT a.Id, 3, a.Queue, a.Type FROM @ids AS i INNER JOIN {{s}}.JobsArchive AS a ON a.Id = i.Id
+WHERE NOT EXISTS (SELECT 1 FROM @judged AS j WHERE j.Id = i.Id);
+INSERT INTO @judged (Id, Outcome, Queue, Type)
+SELECT d.Id, 3, d.Queue, d.Type FROM @ids AS i INNER JOIN {{s}}.JobsDLQ AS d ON d.Id = i.Id
+WHERE NOT EXISTS (SELECT 1 FROM @judged AS j WHERE j.Id = i.Id);
+SELECT Id, Outcome, Queue, Type FROM @judged;`
 
 // transitionNulls fill the start columns of qTransition's other rows, so
 // that every row it returns has one shape.
@@ -513,17 +606,17 @@ LEFT JOIN @timeouts AS q ON q.Queue = h.Queue
 WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff);`
 
 // Rescue phase 3: Processing rows past their deadline move to the DLQ as
-// Timeout, even while their worker still heartbeats (a hung handler). The
+// Timeout, even while their worker still heartbeats (a hung handler), or as
+// Cancelled when an operator asked for that and the handler ignored it. The
 // candidate seeks IX_JobsHot_Deadline.
-const qRescueExpired = `SET NOCOUNT ON;
+var qRescueExpired = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DELETE h
-OUTPUT ` + dlqFromDeleted + `, 7,
-    N'timeout: execution deadline passed (deadline ' + CONVERT(NVARCHAR(33), deleted.DeadlineUtc, 127)
-        + N'Z, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
+OUTPUT ` + dlqFromDeleted + `, ` + cancelledReason + `,
+    ` + cancelDetails(deadlineText) + `
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
-OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, 7, @now
+OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, ` + cancelledReason + `, @now
 FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
@@ -532,6 +625,19 @@ INNER JOIN (
     ORDER BY c.DeadlineUtc
 ) AS x ON x.Id = h.Id
 WHERE h.Status = 2 AND h.DeadlineUtc < @now;`
+
+// deadlineText is the details of a move by phase 3 (jobs.DeadlineDetails
+// writes the same in Go).
+const deadlineText = `N'timeout: execution deadline passed (deadline ' + CONVERT(NVARCHAR(33), deleted.DeadlineUtc, 127)
+        + N'Z, worker ' + ISNULL(deleted.WorkerId, N'') + N')'`
+
+// cancelDetails is the details of a move to the DLQ that a cancel may have
+// asked for: the cancel's note, then what the mover had to say (details,
+// an expression that may be NULL); just details for a job nobody
+// cancelled. jobs.CancelledDetails writes the same in Go.
+func cancelDetails(details string) string {
+	return "CASE WHEN deleted.CancelNote IS NULL THEN " + details + " WHEN " + details + " IS NULL THEN deleted.CancelNote ELSE deleted.CancelNote + N'; ' + " + details + " END"
+}
 
 // filterPrologue copies the filter's text parameters, sent as
 // NVARCHAR(MAX), into locals of their columns' types, and the search text's
@@ -810,7 +916,8 @@ const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive;
 type queries struct {
 	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch string
 	claim, adoptClaim                                    string
-	start, heartbeat, complete, retry, deadLetter        string
+	start, heartbeat, complete, snooze, deadLetter       string
+	cancel                                               string
 	transition                                           string
 	release                                              string
 	rescueFetched, rescueZombies, rescueExpired          string
@@ -866,8 +973,9 @@ func render(name string) *queries {
 		start:          r.Replace(qStart),
 		heartbeat:      r.Replace(qHeartbeat),
 		complete:       r.Replace(qComplete),
-		retry:          r.Replace(qRetry),
 		deadLetter:     r.Replace(qDeadLetter),
+		snooze:         r.Replace(qSnooze),
+		cancel:         r.Replace(qCancel),
 		transition:     r.Replace(qTransition),
 		release:        r.Replace(qRelease),
 		rescueFetched:  r.Replace(qRescueFetched),

@@ -19,15 +19,20 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			tags, key, createdBy, worker, lastErr, details  sql.NullString
 			status, durationMs, reason                      sql.NullInt64
 			lastUpdated, started, heartbeat, deadline, done sql.NullTime
+			snoozes                                         int64
+			cancelAt                                        sql.NullTime
+			cancelNote                                      sql.NullString
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
 			&started, &heartbeat, &deadline, &lastErr,
-			&done, &durationMs, &reason, &details)
+			&done, &durationMs, &reason, &details,
+			&snoozes, &cancelAt, &cancelNote)
 		if err != nil {
 			return nil, err
 		}
-		j.Priority, j.MaxAttempts, j.AttemptCount = int(priority), int(maxAttempts), int(attempts)
+		j.Priority, j.MaxAttempts, j.AttemptCount, j.SnoozeCount = int(priority), int(maxAttempts), int(attempts), int(snoozes)
+		j.CancelRequestedAt, j.CancelNote = utc(cancelAt), cancelNote.String
 		j.Table, j.Status = jobs.Table(table), jobs.Status(status.Int64)
 		if tags.String != "" {
 			j.Tags = strings.Split(tags.String, ",")

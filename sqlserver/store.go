@@ -531,10 +531,13 @@ func (s *Store) leaseTVP(refs []jobs.LeaseRef) mssql.TVP {
 }
 
 // Heartbeat implements jobs.Store: one statement for every ref.
-func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
+	var res jobs.HeartbeatResult
 	if len(refs) == 0 {
-		return nil, nil
+		return res, nil
 	}
+	// beaten holds every ref that matched, true for a job whose cancel was
+	// requested.
 	beaten := make(map[jobs.LeaseRef]bool, len(refs))
 	for chunk := range slices.Chunk(refs, maxRefsPerStatement) {
 		got := make(map[jobs.LeaseRef]bool, len(chunk))
@@ -544,20 +547,32 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.Lea
 			if err != nil {
 				return err
 			}
-			return scanRefs(rows, got)
+			defer rows.Close()
+			for rows.Next() {
+				var r jobs.LeaseRef
+				var cancel int64
+				if err := rows.Scan(&r.ID, &r.Lease, &cancel); err != nil {
+					return err
+				}
+				got[r] = cancel == 1
+			}
+			return rows.Err()
 		})
 		if err != nil {
-			return nil, fmt.Errorf("sqlserver: heartbeat of %d jobs: %w", len(refs), err)
+			return jobs.HeartbeatResult{}, fmt.Errorf("sqlserver: heartbeat of %d jobs: %w", len(refs), err)
 		}
 		maps.Copy(beaten, got)
 	}
-	var lost []jobs.LeaseRef
 	for _, r := range refs {
-		if !beaten[r] {
-			lost = append(lost, r)
+		cancel, ok := beaten[r]
+		switch {
+		case !ok:
+			res.Lost = append(res.Lost, r)
+		case cancel:
+			res.CancelRequested = append(res.CancelRequested, r)
 		}
 	}
-	return lost, nil
+	return res, nil
 }
 
 // guarded runs a lease-guarded statement that ends with SELECT @@ROWCOUNT.
@@ -581,12 +596,85 @@ func (s *Store) Complete(ctx context.Context, ref jobs.LeaseRef) error {
 	return s.guarded(ctx, "complete", s.q.complete, ref)
 }
 
-// Retry implements jobs.Store.
+// Retry implements jobs.Store: one item of qTransition, whose retry
+// statement also honours a cancel request.
 func (s *Store) Retry(ctx context.Context, ref jobs.LeaseRef, p jobs.RetryParams) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	return s.guarded(ctx, "retry", s.q.retry, ref, named("delayMs", p.Delay.Milliseconds()), named("error", text(p.Error)))
+	r, err := s.Transition(ctx, jobs.Transitions{Retries: []jobs.RetryItem{{Ref: ref, Params: p}}})
+	if err != nil {
+		return err
+	}
+	return r.Retries[0]
+}
+
+// Snooze implements jobs.Store.
+func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozeParams) error {
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	var n int64
+	err := s.do(ctx, "snooze", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.snooze, named("id", ref.ID), named("lease", ref.Lease),
+			named("delayMs", p.Delay.Milliseconds())).Scan(&n)
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("sqlserver: snooze job %d: %w", ref.ID, err)
+	case n == 0:
+		return lost("snooze", ref)
+	case n == 2:
+		return fmt.Errorf("sqlserver: snooze job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrCancelled)
+	}
+	return nil
+}
+
+// Cancel implements jobs.Store (qCancel).
+func (s *Store) Cancel(ctx context.Context, p jobs.CancelParams) ([]jobs.CancelResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	idRows := make([]idRow, 0, len(p.IDs))
+	seen := make(map[int64]bool, len(p.IDs))
+	for _, id := range p.IDs {
+		if !seen[id] {
+			seen[id] = true
+			idRows = append(idRows, idRow{ID: id})
+		}
+	}
+	found := make(map[int64]jobs.CancelResult, len(idRows))
+	err := s.do(ctx, "cancel", idempotent, func(ctx context.Context) error {
+		clear(found)
+		rows, err := s.db.QueryContext(ctx, s.q.cancel, named("ids", mssql.TVP{TypeName: s.schema + ".IdList", Value: idRows}),
+			named("noteText", text(p.Note())))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r jobs.CancelResult
+			var outcome int64
+			if err := rows.Scan(&r.ID, &outcome, &r.Queue, &r.Type); err != nil {
+				return err
+			}
+			r.Outcome = jobs.CancelOutcome(outcome)
+			found[r.ID] = r
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlserver: cancel %d jobs: %w", len(p.IDs), err)
+	}
+	out := make([]jobs.CancelResult, len(p.IDs))
+	for i, id := range p.IDs {
+		r, ok := found[id]
+		if !ok {
+			r = jobs.CancelResult{ID: id, Outcome: jobs.CancelNotFound}
+		}
+		out[i] = r
+	}
+	return out, nil
 }
 
 // DeadLetter implements jobs.Store.

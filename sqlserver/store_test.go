@@ -303,7 +303,7 @@ func renderedStatements() map[string]string {
 	all := map[string]string{
 		"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx, "jobByKey": q.jobByKey, "enqueueBatch": q.enqueueBatch,
 		"claim": q.claim, "adoptClaim": q.adoptClaim,
-		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "retry": q.retry, "deadLetter": q.deadLetter,
+		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "snooze": q.snooze, "deadLetter": q.deadLetter, "cancel": q.cancel,
 		"transition": q.transition,
 		"release":    q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
@@ -392,7 +392,7 @@ func TestRenderedStatements(t *testing.T) {
 		}
 	}
 	// Every worker transition is guarded by ID, lease and status.
-	for _, name := range []string{"start", "complete", "retry", "deadLetter"} {
+	for _, name := range []string{"start", "complete", "snooze", "deadLetter"} {
 		if !strings.Contains(all[name], "Id = @id AND ") || !strings.Contains(all[name], "RunLease = @lease AND ") || !strings.Contains(all[name], "Status = ") {
 			t.Errorf("%s: must match Id, RunLease and Status", name)
 		}
@@ -442,9 +442,11 @@ func statementParams(stmt string) []string {
 // milliseconds and every instant is derived from SYSUTCDATETIME().
 func TestWorkerAndRescueStatementsReadTheServerClock(t *testing.T) {
 	notTimes := []string{"queue", "worker", "limit", "id", "lease", "refs", "error", "reason", "details", "defaultMs", "delayMs", "timeoutMs",
-		"claimId", "lockTimeoutMs", "Resource", "LockMode", "LockOwner", "LockTimeout"} // the last four name sp_getapplock's parameters
+		"claimId", "lockTimeoutMs", "starts", "completes", "retries", "deadLetters", "ids", "noteText",
+		"Resource", "LockMode", "LockOwner", "LockTimeout"} // the last four name sp_getapplock's parameters
 	all := renderedStatements()
-	for _, name := range []string{"claim", "start", "heartbeat", "complete", "retry", "deadLetter", "release", "rescueFetched", "rescueZombies", "rescueExpired"} {
+	for _, name := range []string{"claim", "start", "heartbeat", "complete", "snooze", "deadLetter", "transition", "cancel", "release",
+		"rescueFetched", "rescueZombies", "rescueExpired"} {
 		stmt := all[name]
 		params := statementParams(stmt)
 		if len(params) == 0 {

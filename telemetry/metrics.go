@@ -63,6 +63,7 @@ type Metrics struct {
 
 	enqueued, fetched, started, succeeded, failed, retried  metric.Int64Counter
 	deadLettered, leaseLost, heartbeatFailures              metric.Int64Counter
+	cancelled, snoozed                                      metric.Int64Counter
 	rescueRecovered, rescueArchived, rescueDeadline, sweeps metric.Int64Counter
 	duration, queueLag, detectionLatency                    metric.Float64Histogram
 	bufferedGauge, runningGauge, depthGauge                 metric.Int64ObservableGauge
@@ -124,6 +125,8 @@ func New(opts Options) (*Metrics, error) {
 	m.retried = b.counter("chokaq.jobs.retried", "Failed executions returned to Pending for another attempt.")
 	m.deadLettered = b.counter("chokaq.jobs.dead_lettered", "Jobs moved to the dead-letter queue, by the processor or the rescue loop, by reason.")
 	m.leaseLost = b.counter("chokaq.jobs.lease_lost", "Executions whose job was taken away (rescued or re-claimed); nothing was written.")
+	m.cancelled = b.counter("chokaq.jobs.cancelled", "Jobs cancelled: by an operator (at once while Pending or Fetched, or by the handler they stopped) or by their handler (Cancel); also counted as dead_lettered with reason Cancelled.")
+	m.snoozed = b.counter("chokaq.jobs.snoozed", "Executions that snoozed: back to Pending without counting an attempt.")
 	m.heartbeatFailures = b.counter("chokaq.jobs.heartbeat_failures", "Running jobs whose heartbeats failed HeartbeatFailureThreshold times in a row.")
 	m.rescueRecovered = b.counter("chokaq.rescue.recovered", "Abandoned Fetched jobs returned to Pending (rescue phase 1).")
 	m.rescueArchived = b.counter("chokaq.rescue.archived", "Processing jobs whose heartbeat expired, moved to the DLQ as Zombie (rescue phase 2).")
@@ -182,6 +185,19 @@ func (b *builder) gauge(name, desc string) metric.Int64ObservableGauge {
 // jobAttrs is the bounded (queue, type) label set.
 func (m *Metrics) jobAttrs(queue, typ string) attribute.Set {
 	return attribute.NewSet(attribute.String(KeyQueue, m.queues.value(queue)), attribute.String(KeyType, m.types.value(typ)))
+}
+
+// RecordCancelled counts n jobs of one queue and type an operator's cancel
+// moved to the DLQ at once (they never ran). The chokaq Client calls it;
+// jobs that were running are counted when their processor dead-letters
+// them.
+func (m *Metrics) RecordCancelled(queue, typ string, n int) {
+	if n <= 0 {
+		return
+	}
+	ctx, attrs := context.Background(), m.jobAttrs(queue, typ)
+	m.cancelled.Add(ctx, int64(n), metric.WithAttributeSet(attrs))
+	m.deadLettered.Add(ctx, int64(n), metric.WithAttributeSet(withReason(attrs, jobs.ReasonCancelled)))
 }
 
 // RecordEnqueued counts n jobs of one queue and type that an enqueue added.

@@ -51,14 +51,16 @@ func (m *Metrics) JobFinished(job *jobs.Job, r processor.Result) {
 		m.retried.Add(ctx, 1, with)
 	case processor.OutcomeDeadLettered:
 		m.deadLettered.Add(ctx, 1, metric.WithAttributeSet(withReason(attrs, r.Reason)))
+		if r.Reason == jobs.ReasonCancelled {
+			m.cancelled.Add(ctx, 1, with)
+		}
 	case processor.OutcomeLeaseLost:
 		m.leaseLost.Add(ctx, 1, with)
+	case processor.OutcomeSnoozed:
+		m.snoozed.Add(ctx, 1, with)
 	}
-	// After a lost lease, or a shutdown that cancelled it, the handler's
-	// error is most likely the cancellation the processor sent it, not a
-	// failure of its own; the processor's Stats do not count it as failed
-	// either.
-	if r.HandlerErr != nil && r.Outcome != processor.OutcomeLeaseLost && !r.Interrupted {
+	// The same rule as the processor's Stats.Failed (Result.Failed).
+	if r.Failed() {
 		m.failed.Add(ctx, 1, with)
 	}
 	if ran {

@@ -41,8 +41,8 @@ func TestMetricsEndpointExposesPrometheusNames(t *testing.T) {
 	}
 	for _, want := range []string{
 		`chokaq_jobs_enqueued_total{queue="q",type="t"} 1`,
-		`chokaq_jobs_fetched_total{queue="q",type="t"} 4`,
-		`chokaq_jobs_started_total{queue="q",type="t"} 4`,
+		`chokaq_jobs_fetched_total{queue="q",type="t"} 6`,
+		`chokaq_jobs_started_total{queue="q",type="t"} 6`,
 		`chokaq_jobs_succeeded_total{queue="q",type="t"} 1`,
 		`chokaq_jobs_failed_total{queue="q",type="t"} 2`,
 		`chokaq_jobs_retried_total{queue="q",type="t"} 1`,
@@ -50,15 +50,18 @@ func TestMetricsEndpointExposesPrometheusNames(t *testing.T) {
 		`chokaq_jobs_dead_lettered_total{queue="q",reason="Zombie",type="t"} 1`,
 		`chokaq_jobs_dead_lettered_total{queue="q",reason="Timeout",type="t"} 1`,
 		`chokaq_jobs_lease_lost_total{queue="q",type="t"} 1`,
+		`chokaq_jobs_cancelled_total{queue="q",type="t"} 1`,
+		`chokaq_jobs_snoozed_total{queue="q",type="t"} 1`,
+		`chokaq_jobs_dead_lettered_total{queue="q",reason="Cancelled",type="t"} 1`,
 		`chokaq_jobs_heartbeat_failures_total{queue="q",type="t"} 1`,
 		`chokaq_rescue_recovered_total{queue="q",type="t"} 1`,
 		`chokaq_rescue_archived_total{queue="q",type="t"} 1`,
 		`chokaq_rescue_deadline_total{queue="q",type="t"} 1`,
-		`chokaq_jobs_duration_seconds_bucket{queue="q",type="t",le="0.025"} 4`,
-		`chokaq_jobs_duration_seconds_count{queue="q",type="t"} 4`,
+		`chokaq_jobs_duration_seconds_bucket{queue="q",type="t",le="0.025"} 6`,
+		`chokaq_jobs_duration_seconds_count{queue="q",type="t"} 6`,
 		`chokaq_jobs_queue_lag_seconds_bucket{queue="q",type="t",le="1"} 0`,
-		`chokaq_jobs_queue_lag_seconds_bucket{queue="q",type="t",le="2.5"} 4`,
-		`chokaq_jobs_queue_lag_seconds_sum{queue="q",type="t"} 8`,
+		`chokaq_jobs_queue_lag_seconds_bucket{queue="q",type="t",le="2.5"} 6`,
+		`chokaq_jobs_queue_lag_seconds_sum{queue="q",type="t"} 12`,
 		`chokaq_rescue_detection_latency_seconds_bucket{queue="q",reason="Zombie",type="t",le="120"} 1`,
 		`chokaq_rescue_detection_latency_seconds_count{queue="q",reason="Timeout",type="t"} 1`,
 		`chokaq_rescue_detection_latency_seconds_sum{queue="q",reason="Zombie",type="t"} 90`,
@@ -114,6 +117,8 @@ func recordEveryInstrument(t *testing.T, m *telemetry.Metrics) jobs.Store {
 		{Outcome: processor.OutcomeRetried, HandlerErr: context.DeadlineExceeded},
 		{Outcome: processor.OutcomeDeadLettered, Reason: jobs.ReasonFatal, HandlerErr: context.Canceled},
 		{Outcome: processor.OutcomeLeaseLost},
+		{Outcome: processor.OutcomeDeadLettered, Reason: jobs.ReasonCancelled, HandlerErr: context.Canceled},
+		{Outcome: processor.OutcomeSnoozed, HandlerErr: processor.Snooze(time.Minute)},
 	} {
 		j := job(int64(id + 1))
 		m.JobsClaimed([]*jobs.Job{j})

@@ -38,6 +38,9 @@ func (m *Metrics) OnRescue(phase zombie.Phase, r jobs.Rescued) {
 	}
 	withR := metric.WithAttributeSet(withReason(attrs, r.Reason))
 	m.deadLettered.Add(ctx, 1, withR)
+	if r.Reason == jobs.ReasonCancelled { // phase 3 of a job whose cancel was requested
+		m.cancelled.Add(ctx, 1, with)
+	}
 	if !r.At.IsZero() && !r.LastSeen.IsZero() {
 		m.detectionLatency.Record(ctx, seconds(r.At.Sub(r.LastSeen)), withR)
 	}

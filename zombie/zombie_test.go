@@ -45,8 +45,8 @@ func setup(t *testing.T, s *memstore.Store, clock *memstore.ManualClock) (fetche
 	hung = claimStart("hang", true)
 	for range 4 { // the hung job's process keeps heartbeating
 		clock.Advance(3 * time.Minute)
-		if lost, err := s.Heartbeat(ctx, []jobs.LeaseRef{hung}); err != nil || len(lost) != 0 {
-			t.Fatalf("heartbeat: lost %v, %v", lost, err)
+		if hb, err := s.Heartbeat(ctx, []jobs.LeaseRef{hung}); err != nil || len(hb.Lost) != 0 {
+			t.Fatalf("heartbeat: %+v, %v", hb, err)
 		}
 	}
 	return fetched, silent, hung

@@ -82,9 +82,9 @@ func (s *Store) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) 
 
 // Heartbeat fails with ErrCut while the wrapper is cut, else calls the
 // wrapped store.
-func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
 	if err := s.check(); err != nil {
-		return nil, err
+		return jobs.HeartbeatResult{}, err
 	}
 	return s.Store.Heartbeat(ctx, refs)
 }
@@ -278,6 +278,24 @@ func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem)
 		return nil, err
 	}
 	return jobs.Batches(s.Store).DeadLetterMany(ctx, items)
+}
+
+// Snooze fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozeParams) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.Store.Snooze(ctx, ref, p)
+}
+
+// Cancel fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) Cancel(ctx context.Context, p jobs.CancelParams) ([]jobs.CancelResult, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.Store.Cancel(ctx, p)
 }
 
 // Transition fails with ErrCut while the wrapper is cut, else calls the

@@ -53,11 +53,12 @@ const (
 	OpRetryMany
 	OpDeadLetterMany
 	OpTransition
+	OpSnooze
 	opCount
 )
 
 var opNames = [opCount]string{"enqueue", "claim", "start", "heartbeat", "complete", "retry", "dead-letter", "release",
-	"queues", "start-many", "complete-many", "retry-many", "dead-letter-many", "transition"}
+	"queues", "start-many", "complete-many", "retry-many", "dead-letter-many", "transition", "snooze"}
 
 // String names the operation.
 func (o Op) String() string {
@@ -70,7 +71,7 @@ func (o Op) String() string {
 // WorkerOps are the calls a processor makes: Counts(WorkerOps...) is its
 // cost in round trips.
 var WorkerOps = []Op{OpClaim, OpStart, OpHeartbeat, OpComplete, OpRetry, OpDeadLetter, OpRelease, OpQueues,
-	OpStartMany, OpCompleteMany, OpRetryMany, OpDeadLetterMany, OpTransition}
+	OpStartMany, OpCompleteMany, OpRetryMany, OpDeadLetterMany, OpTransition, OpSnooze}
 
 // Store is the wrapper. Close stops its pacer.
 type Store struct {
@@ -171,8 +172,14 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 }
 
 // Heartbeat implements jobs.Store at the cost of one call over its refs.
-func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
-	return call(s, ctx, OpHeartbeat, len(refs), func() ([]jobs.LeaseRef, error) { return s.Store.Heartbeat(ctx, refs) })
+func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
+	return call(s, ctx, OpHeartbeat, len(refs), func() (jobs.HeartbeatResult, error) { return s.Store.Heartbeat(ctx, refs) })
+}
+
+// Snooze implements jobs.Store at the cost of one call.
+func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozeParams) error {
+	_, err := call(s, ctx, OpSnooze, 1, func() (struct{}, error) { return struct{}{}, s.Store.Snooze(ctx, ref, p) })
+	return err
 }
 
 // Complete implements jobs.Store at the cost of one call.

@@ -254,22 +254,27 @@ func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (job
 }
 
 // Heartbeat implements jobs.Store.
-func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) ([]jobs.LeaseRef, error) {
+func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
+	var r jobs.HeartbeatResult
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return r, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
-	var lost []jobs.LeaseRef
 	for _, ref := range refs {
-		if j := s.owned(ref, jobs.StatusProcessing); j != nil {
+		j := s.owned(ref, jobs.StatusProcessing)
+		switch {
+		case j == nil:
+			r.Lost = append(r.Lost, ref)
+		case !j.CancelRequestedAt.IsZero():
 			j.HeartbeatAt = now
-		} else {
-			lost = append(lost, ref)
+			r.CancelRequested = append(r.CancelRequested, ref)
+		default:
+			j.HeartbeatAt = now
 		}
 	}
-	return lost, nil
+	return r, nil
 }
 
 // Complete implements jobs.Store.
@@ -290,6 +295,7 @@ func (s *Store) complete(ref jobs.LeaseRef, now time.Time) error {
 	}
 	s.removeHot(j)
 	j.Table = jobs.TableArchive
+	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
 	j.FinishedAt = now
 	j.Duration = now.Sub(j.StartedAt)
 	s.archive[j.ID] = j
@@ -315,12 +321,94 @@ func (s *Store) retry(ref jobs.LeaseRef, p jobs.RetryParams, now time.Time) erro
 	if j == nil {
 		return fmt.Errorf("memstore: retry job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
+	if err := s.cancelInstead(j, "retry", p.Error, now); err != nil {
+		return err
+	}
 	s.queue(j.Queue).active--
 	toPending(j, now)
 	j.ScheduledAt = now.Add(p.Delay)
 	j.LastError = p.Error
 	s.pushPending(j, now)
 	return nil
+}
+
+// cancelInstead dead-letters a job whose cancel was requested, with what
+// its worker had to say, instead of the transition op: a handler that
+// fails, or snoozes, after a cancel must not run again. It returns the
+// error saying so, or nil for a job nobody cancelled.
+func (s *Store) cancelInstead(j *jobs.Job, op, said string, now time.Time) error {
+	if j.CancelRequestedAt.IsZero() {
+		return nil
+	}
+	s.toDLQ(j, jobs.ReasonCancelled, said, now)
+	return fmt.Errorf("memstore: %s job %d lease %d: %w", op, j.ID, j.Lease, jobs.ErrCancelled)
+}
+
+// Snooze implements jobs.Store.
+func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozeParams) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	j := s.owned(ref, jobs.StatusProcessing)
+	if j == nil {
+		return fmt.Errorf("memstore: snooze job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
+	}
+	if err := s.cancelInstead(j, "snooze", "snoozed after its cancel was requested", now); err != nil {
+		return err
+	}
+	s.queue(j.Queue).active--
+	toPending(j, now)
+	j.AttemptCount--
+	j.SnoozeCount++
+	j.ScheduledAt = now.Add(p.Delay)
+	s.pushPending(j, now)
+	return nil
+}
+
+// Cancel implements jobs.Store.
+func (s *Store) Cancel(ctx context.Context, p jobs.CancelParams) ([]jobs.CancelResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	note := p.Note()
+	out := make([]jobs.CancelResult, len(p.IDs))
+	for i, id := range p.IDs {
+		out[i].ID = id
+		j := s.hot[id]
+		for _, f := range []*jobs.Job{j, s.archive[id], s.dlq[id]} {
+			if f != nil {
+				out[i].Queue, out[i].Type = f.Queue, f.Type
+			}
+		}
+		switch {
+		case j == nil && (s.archive[id] != nil || s.dlq[id] != nil):
+			out[i].Outcome = jobs.CancelAlreadyFinished
+		case j == nil:
+			out[i].Outcome = jobs.CancelNotFound
+		case j.Status == jobs.StatusProcessing:
+			if j.CancelRequestedAt.IsZero() { // the first request is the one kept
+				j.CancelRequestedAt, j.CancelNote = now, note
+			}
+			out[i].Outcome = jobs.CancelRequested
+		default: // Pending or Fetched: no user code ran
+			j.CancelNote = note
+			s.toDLQ(j, jobs.ReasonCancelled, "", now)
+			out[i].Outcome = jobs.CancelDone
+		}
+	}
+	return out, nil
 }
 
 // DeadLetter implements jobs.Store.
@@ -375,13 +463,16 @@ func toPending(j *jobs.Job, now time.Time) {
 	j.LastUpdatedAt = now
 }
 
-// removeHot takes an active (Fetched or Processing) job out of the hot set.
+// removeHot takes a job out of the hot set. A Pending job's entry in its
+// queue's heaps goes stale and is skipped when popped.
 func (s *Store) removeHot(j *jobs.Job) {
 	delete(s.hot, j.ID)
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
 		delete(s.idem, j.IdempotencyKey)
 	}
-	s.queue(j.Queue).active--
+	if j.Status != jobs.StatusPending {
+		s.queue(j.Queue).active--
+	}
 }
 
 func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, now time.Time) {
@@ -389,7 +480,11 @@ func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, no
 	j.Table = jobs.TableDLQ
 	j.FinishedAt = now
 	j.FailureReason = reason
+	if reason == jobs.ReasonCancelled && j.CancelNote != "" {
+		details = jobs.CancelledDetails(j.CancelNote, details)
+	}
 	j.ErrorDetails = details
+	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
 	s.dlq[j.ID] = j
 }
 
@@ -473,8 +568,14 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		if j.Status != jobs.StatusProcessing || j.DeadlineAt.IsZero() || !j.DeadlineAt.Before(now) {
 			continue
 		}
-		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.DeadlineAt, Reason: jobs.ReasonTimeout, At: now})
-		s.toDLQ(j, jobs.ReasonTimeout, jobs.DeadlineDetails(j.DeadlineAt, j.WorkerID), now)
+		// A job whose cancel was requested and that ran on to its deadline
+		// was cancelled: its handler ignored the request.
+		reason := jobs.ReasonTimeout
+		if !j.CancelRequestedAt.IsZero() {
+			reason = jobs.ReasonCancelled
+		}
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.DeadlineAt, Reason: reason, At: now})
+		s.toDLQ(j, reason, jobs.DeadlineDetails(j.DeadlineAt, j.WorkerID), now)
 	}
 	return out, nil
 }
@@ -517,7 +618,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 		delete(s.dlq, j.ID)
 		j.Table = jobs.TableHot
 		toPending(j, now)
-		j.AttemptCount = 0
+		j.AttemptCount, j.SnoozeCount = 0, 0
 		j.ScheduledAt = now
 		j.LastError = j.ErrorDetails
 		j.ErrorDetails, j.FailureReason, j.FinishedAt = "", 0, time.Time{}

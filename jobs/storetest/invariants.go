@@ -65,8 +65,9 @@ func invariantSingleOwner(t *testing.T, h *Harness) {
 }
 
 // I2: every enqueued ID is, at every instant, in exactly one table. Workers
-// take random paths through every transition while rescue runs and time
-// moves; a watcher looks every job up the whole time.
+// take random paths through every transition (snooze included) while
+// rescue runs, an operator cancels jobs at random and time moves; a
+// watcher looks every job up the whole time.
 func invariantNoJobLost(t *testing.T, h *Harness) {
 	const total, workers = 240, 6
 	setQueue(t, h, "short", jobs.QueueUpdate{ZombieTimeout: secs(60)})
@@ -135,6 +136,18 @@ func invariantNoJobLost(t *testing.T, h *Harness) {
 		}
 	}()
 	wg.Add(1)
+	go func() { // an operator cancelling jobs at random, whatever their state
+		defer wg.Done()
+		rng := rand.New(rand.NewPCG(7, 2))
+		for !done.Load() {
+			if _, err := h.Store.Cancel(ctxOf(t), jobs.CancelParams{IDs: []int64{all[rng.IntN(len(all))]}, By: "chaos"}); err != nil {
+				fail("cancel: %v", err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	wg.Add(1)
 	go func() { // the watcher: no job may ever be missing
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(99, 2))
@@ -165,8 +178,8 @@ func invariantNoJobLost(t *testing.T, h *Harness) {
 // randomPath takes one claimed job down a random path. A lost lease is a
 // legal outcome (rescue may have taken the job); any other error is not.
 func randomPath(h *Harness, t *testing.T, rng *rand.Rand, j *jobs.Job) error {
-	ignoreLost := func(err error) error {
-		if errors.Is(err, jobs.ErrLeaseLost) {
+	ignoreLost := func(err error) error { // and a cancel that won
+		if errors.Is(err, jobs.ErrLeaseLost) || errors.Is(err, jobs.ErrCancelled) {
 			return nil
 		}
 		return err
@@ -189,8 +202,10 @@ func randomPath(h *Harness, t *testing.T, rng *rand.Rand, j *jobs.Job) error {
 		return ignoreLost(h.Store.Complete(ctxOf(t), j.Ref()))
 	case r < 75:
 		return ignoreLost(h.Store.Retry(ctxOf(t), j.Ref(), jobs.RetryParams{Delay: time.Duration(rng.IntN(40)) * time.Second, Error: "retry"}))
-	case r < 85:
+	case r < 80:
 		return ignoreLost(h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "fatal"}))
+	case r < 85:
+		return ignoreLost(h.Store.Snooze(ctxOf(t), j.Ref(), jobs.SnoozeParams{Delay: time.Duration(rng.IntN(40)) * time.Second}))
 	default: // worker died mid-job: rescue must find it
 		return nil
 	}

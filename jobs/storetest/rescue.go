@@ -164,7 +164,8 @@ var rescueCases = []testCase{
 
 func beat(t *testing.T, h *Harness, refs ...jobs.LeaseRef) {
 	t.Helper()
-	lost, err := h.Store.Heartbeat(ctxOf(t), refs)
+	hb, err := h.Store.Heartbeat(ctxOf(t), refs)
+	lost := hb.Lost
 	if err != nil || len(lost) != 0 {
 		t.Fatalf("Heartbeat(%v): lost %v, err %v", refs, lost, err)
 	}

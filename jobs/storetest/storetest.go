@@ -40,6 +40,7 @@ var transitionGroups = []group{
 	{"Claim", claimCases},
 	{"Worker", workerCases},
 	{"Batch", batchCases},
+	{"Cancel", cancelCases},
 	{"Rescue", rescueCases},
 	{"Operator", append(operatorCases, statsCapCase)},
 	{"Depth", depthCases},
@@ -90,7 +91,7 @@ func runGroups(t *testing.T, groups []group, newHarness Factory) {
 // CaseCount reports how many cases Run runs (subtests of table cases not
 // counted), so a store's test can assert it ran the whole contract.
 func CaseCount() int {
-	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(batchCases) + len(rescueCases) + len(operatorCases) + 1 + len(depthCases) + len(invariantCases)
+	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(batchCases) + len(cancelCases) + len(rescueCases) + len(operatorCases) + 1 + len(depthCases) + len(invariantCases)
 }
 
 const (

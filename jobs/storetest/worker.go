@@ -56,7 +56,8 @@ var workerCases = []testCase{
 		h.Advance(t, time.Minute)
 		stale := jobs.LeaseRef{ID: b.ID, Lease: b.Lease + 7}
 		unknown := jobs.LeaseRef{ID: 1 << 40, Lease: 1}
-		lost, err := h.Store.Heartbeat(ctxOf(t), []jobs.LeaseRef{a.Ref(), stale, unknown})
+		hb, err := h.Store.Heartbeat(ctxOf(t), []jobs.LeaseRef{a.Ref(), stale, unknown})
+		lost := hb.Lost
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,14 +71,15 @@ var workerCases = []testCase{
 		if !closeTo(jb.HeartbeatAt, jb.StartedAt, time.Millisecond) {
 			t.Fatalf("a stale heartbeat moved job %d's heartbeat to %v", b.ID, jb.HeartbeatAt)
 		}
-		if lost, err := h.Store.Heartbeat(ctxOf(t), nil); err != nil || len(lost) != 0 {
-			t.Fatalf("empty heartbeat: %v, %v", lost, err)
+		if hb, err := h.Store.Heartbeat(ctxOf(t), nil); err != nil || len(hb.Lost)+len(hb.CancelRequested) != 0 {
+			t.Fatalf("empty heartbeat: %+v, %v", hb, err)
 		}
 	}},
 	{"HeartbeatOfAFetchedJobIsLost", func(t *testing.T, h *Harness) {
 		enqueue(t, h, jobs.EnqueueParams{})
 		j := claimOne(t, h)
-		lost, err := h.Store.Heartbeat(ctxOf(t), []jobs.LeaseRef{j.Ref()})
+		hb, err := h.Store.Heartbeat(ctxOf(t), []jobs.LeaseRef{j.Ref()})
+		lost := hb.Lost
 		if err != nil || len(lost) != 1 {
 			t.Fatalf("heartbeat of a Fetched job: lost %v err %v, want it lost", lost, err)
 		}
@@ -173,7 +175,8 @@ func staleLeaseCases(t *testing.T, h *Harness) {
 			return err
 		}},
 		{"Heartbeat", true, func(ctx context.Context, ref jobs.LeaseRef) error {
-			lost, err := h.Store.Heartbeat(ctx, []jobs.LeaseRef{ref})
+			hb, err := h.Store.Heartbeat(ctx, []jobs.LeaseRef{ref})
+			lost := hb.Lost
 			if err == nil && len(lost) == 1 {
 				return jobs.ErrLeaseLost
 			}
@@ -185,6 +188,9 @@ func staleLeaseCases(t *testing.T, h *Harness) {
 		}},
 		{"DeadLetter", true, func(ctx context.Context, ref jobs.LeaseRef) error {
 			return h.Store.DeadLetter(ctx, ref, jobs.DeadLetterParams{Reason: jobs.ReasonFatal})
+		}},
+		{"Snooze", true, func(ctx context.Context, ref jobs.LeaseRef) error {
+			return h.Store.Snooze(ctx, ref, jobs.SnoozeParams{Delay: time.Minute})
 		}},
 		{"Release", false, func(ctx context.Context, ref jobs.LeaseRef) error {
 			n, err := h.Store.Release(ctx, []jobs.LeaseRef{ref})
