@@ -43,6 +43,33 @@ func (c *Client) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	return c.store.Purge(ctx, p)
 }
 
+// Cancel stops jobs nobody wants any more and reports, for each ID in
+// order, what became of it: cancelled (it had not started: it is now a
+// Cancelled dead letter), cancel requested (it is running: its handler's
+// context is cancelled at its worker's next heartbeat, within
+// HeartbeatIntervalMax; an error from the handler then dead-letters it as
+// Cancelled, nil archives it), already finished, or not found.
+func (c *Client) Cancel(ctx context.Context, ids ...int64) ([]jobs.CancelResult, error) {
+	return c.CancelWith(ctx, jobs.CancelParams{IDs: ids})
+}
+
+// CancelWith is Cancel that says who cancels and why (both go into the
+// dead letters' details).
+func (c *Client) CancelWith(ctx context.Context, p jobs.CancelParams) ([]jobs.CancelResult, error) {
+	rs, err := c.store.Cancel(ctx, p)
+	if err != nil {
+		return rs, err
+	}
+	if m := c.cfg.Telemetry; m != nil {
+		for _, r := range rs {
+			if r.Outcome == jobs.CancelDone {
+				m.RecordCancelled(r.Queue, r.Type, 1)
+			}
+		}
+	}
+	return rs, nil
+}
+
 // Queues lists the queues' control rows.
 func (c *Client) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
 	return c.store.Queues(ctx)

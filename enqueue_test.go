@@ -149,3 +149,31 @@ func TestClientOperatorMethods(t *testing.T) {
 		t.Fatalf("CountJobs = %d, %v", n, err)
 	}
 }
+
+// Client.Cancel reports each job's fate in order; a job that never ran is
+// a Cancelled dead letter at once, naming who cancelled it.
+func TestClientCancel(t *testing.T) {
+	ctx := t.Context()
+	c := enqueueOnly(t)
+	r, err := c.Enqueue(ctx, WelcomeArgs{Email: "ada@example.com"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := c.CancelWith(ctx, jobs.CancelParams{IDs: []int64{r.ID, 999}, By: "support", Reason: "account deleted"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs[0].Outcome != jobs.CancelDone || rs[1].Outcome != jobs.CancelNotFound {
+		t.Fatalf("results %+v", rs)
+	}
+	j, err := c.GetJob(ctx, r.ID)
+	if err != nil || j.FailureReason != jobs.ReasonCancelled || j.ErrorDetails != "cancelled by support: account deleted" {
+		t.Fatalf("job %+v, %v", j, err)
+	}
+	if rs, err := c.Cancel(ctx, r.ID); err != nil || rs[0].Outcome != jobs.CancelAlreadyFinished {
+		t.Fatalf("second cancel: %+v, %v", rs, err)
+	}
+	if _, err := c.Cancel(ctx); !errors.Is(err, jobs.ErrInvalidArgument) {
+		t.Fatalf("Cancel of nothing: %v", err)
+	}
+}

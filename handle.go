@@ -3,6 +3,7 @@ package chokaq
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/chokaq/chokaq-go/processor"
 )
@@ -25,7 +26,23 @@ type (
 	// DecodeError is a payload that does not decode into the handler's
 	// Args; the job is dead-lettered at once (reason Fatal).
 	DecodeError = processor.DecodeError
+	// CancelError marks a job its handler cancelled (see Cancel).
+	CancelError = processor.CancelError
+	// SnoozeError asks for the job to run again later (see Snooze).
+	SnoozeError = processor.SnoozeError
 )
+
+// ErrCancelled is the cause of a handler's context when an operator
+// cancelled its job: errors.Is(context.Cause(ctx), chokaq.ErrCancelled).
+var ErrCancelled = processor.ErrCancelled
+
+// Cancel wraps err so the job is dead-lettered at once with reason
+// Cancelled: the work is no longer wanted. nil stays nil.
+func Cancel(err error) error { return processor.Cancel(err) }
+
+// Snooze returns the error that runs the job again after d without
+// counting the attempt, at most Processor.MaxSnoozes times.
+func Snooze(d time.Duration) error { return processor.Snooze(d) }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return processor.NewRegistry() }

@@ -71,7 +71,7 @@ func (ff *filterFlags) build(args []string) (jobs.Filter, error) {
 
 func (a *app) dlqCommand() *cobra.Command {
 	c := &cobra.Command{Use: "dlq", Short: "Inspect, resurrect and purge dead letters", Args: cobra.NoArgs}
-	c.AddCommand(a.dlqListCommand(), a.dlqShowCommand(), a.dlqBulkCommand("resurrect"), a.dlqBulkCommand("purge"))
+	c.AddCommand(a.dlqListCommand(), a.showCommand(), a.dlqBulkCommand("resurrect"), a.dlqBulkCommand("purge"))
 	return c
 }
 
@@ -118,7 +118,8 @@ func (a *app) dlqListCommand() *cobra.Command {
 	return c
 }
 
-func (a *app) dlqShowCommand() *cobra.Command {
+// showCommand is "dlq show" and "jobs show": one job, any table.
+func (a *app) showCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "show ID",
 		Short: "Show one job in full, wherever it is (hot, archive or dead-letter queue)",
@@ -161,6 +162,12 @@ func writeJob(w *tabwriter.Writer, j *jobs.Job) {
 	row("type", j.Type)
 	row("priority", j.Priority)
 	row("attempts", fmt.Sprintf("%d of %d", j.AttemptCount, j.MaxAttempts))
+	if j.SnoozeCount > 0 {
+		row("snoozes", j.SnoozeCount)
+	}
+	if !j.CancelRequestedAt.IsZero() {
+		row("cancel requested", when(j.CancelRequestedAt)+" ("+j.CancelNote+")")
+	}
 	row("lease", j.Lease)
 	row("worker", orDefault(j.WorkerID, "-"))
 	row("idempotency key", orDefault(j.IdempotencyKey, "-"))

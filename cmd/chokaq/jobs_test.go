@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+)
+
+// jobs list shows every active state and filters by one; jobs show finds
+// any table; jobs cancel reports each job's fate and exits 3 only when
+// none exists.
+func TestJobsCommands(t *testing.T) {
+	ctx := context.Background()
+	clock := memstore.NewManualClock(time.Now())
+	s := memstore.New(memstore.WithClock(clock.Now))
+	enq := func(p jobs.EnqueueParams) int64 {
+		r, err := s.Enqueue(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	due := enq(jobs.EnqueueParams{Type: "mail", Queue: "q"})
+	later := enq(jobs.EnqueueParams{Type: "mail", Queue: "q", Delay: time.Hour})
+	runningID := enq(jobs.EnqueueParams{Type: "report", Queue: "r"})
+	got, _ := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"r"}, Limit: 1})
+	if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+
+	list := func(flags ...string) []int64 {
+		t.Helper()
+		r := runIn(t, s, "", append([]string{"jobs", "list", "-o", "json"}, flags...)...)
+		wantExit(t, r, exitOK)
+		var page jobs.JobPage
+		if err := json.Unmarshal([]byte(r.stdout), &page); err != nil {
+			t.Fatalf("jobs list %v: %v\n%s", flags, err, r.stdout)
+		}
+		var ids []int64
+		for _, j := range page.Jobs {
+			ids = append(ids, j.ID)
+		}
+		return ids
+	}
+	for flags, want := range map[string][]int64{
+		"":                    {runningID, later, due},
+		"--status=pending":    {due},
+		"--status=scheduled":  {later},
+		"--status=processing": {runningID},
+		"--queue=q":           {later, due},
+		"--type=report":       {runningID},
+	} {
+		var args []string
+		if flags != "" {
+			args = []string{flags}
+		}
+		if got := list(args...); !equalIDs(got, want) {
+			t.Errorf("jobs list %s = %v, want %v", flags, got, want)
+		}
+	}
+	wantExit(t, runIn(t, s, "", "jobs", "list", "--status", "done"), exitUsage)
+
+	r := runIn(t, s, "", "jobs", "cancel", itoa(due), itoa(runningID), "999", "--reason", "refunded", "--by", "ada")
+	wantExit(t, r, exitOK)
+	for _, want := range []string{itoa(due) + " cancelled", itoa(runningID) + " cancel requested", "999 not found"} {
+		if !strings.Contains(strings.Join(strings.Fields(r.stdout), " "), want) {
+			t.Errorf("jobs cancel output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	show := runIn(t, s, "", "jobs", "show", itoa(due))
+	wantExit(t, show, exitOK)
+	if !strings.Contains(show.stdout, "Cancelled") || !strings.Contains(show.stdout, "cancelled by ada: refunded") {
+		t.Errorf("jobs show of a cancelled job:\n%s", show.stdout)
+	}
+	show = runIn(t, s, "", "jobs", "show", itoa(runningID))
+	if !strings.Contains(show.stdout, "cancel requested") {
+		t.Errorf("jobs show of a running job whose cancel was requested:\n%s", show.stdout)
+	}
+	if got := list("--status=processing"); !equalIDs(got, []int64{runningID}) {
+		t.Errorf("a marked job is still Processing until its worker stops: %v", got)
+	}
+	wantExit(t, runIn(t, s, "", "jobs", "cancel", "998", "999"), exitNotFound)
+	wantExit(t, runIn(t, s, "", "jobs", "cancel", "x"), exitUsage)
+	wantExit(t, runIn(t, s, "", "jobs", "show", "999"), exitNotFound)
+}
+
+func equalIDs(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
