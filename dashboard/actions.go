@@ -71,6 +71,60 @@ func (d *Dashboard) resurrect(w http.ResponseWriter, r *http.Request) {
 	d.act(w, r, op{verb: "resurrect", done: "resurrected", table: jobs.TableDLQ, action: d.path("/dead/resurrect"), with: with, run: run})
 }
 
+// cancel stops the active jobs in "id" (one, from the inspector) or "ids"
+// (the rows selected on the active page): one not yet started goes to the
+// DLQ at once, a running one is asked to stop at its next heartbeat. The
+// actor and the form's "reason" go into the dead letters' details.
+func (d *Dashboard) cancel(w http.ResponseWriter, r *http.Request) {
+	values := r.PostForm["ids"]
+	if v := r.PostForm.Get("id"); v != "" {
+		values = []string{v}
+	}
+	if len(values) == 0 {
+		d.failErr(w, r, badInput("select at least one job to cancel"))
+		return
+	}
+	if len(values) > jobs.MaxCancelIDs {
+		d.failErr(w, r, badInput("at most %d jobs can be cancelled at once; %d were selected", jobs.MaxCancelIDs, len(values)))
+		return
+	}
+	ids := make([]int64, len(values))
+	for i, v := range values {
+		id, err := parseID("id", v)
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		ids[i] = id
+	}
+	rs, err := d.store.Cancel(r.Context(), jobs.CancelParams{IDs: ids, By: jobs.Clip(d.actor(r), jobs.MaxCreatedByLen),
+		Reason: jobs.Clip(strings.TrimSpace(r.PostForm.Get("reason")), jobs.MaxCancelReasonLen)})
+	counts := map[jobs.CancelOutcome]int{}
+	for _, c := range rs {
+		counts[c.Outcome]++
+	}
+	var parts []string
+	for _, o := range []jobs.CancelOutcome{jobs.CancelDone, jobs.CancelRequested, jobs.CancelAlreadyFinished, jobs.CancelNotFound} {
+		if counts[o] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[o], o))
+		}
+	}
+	what := fmt.Sprintf("job %d", ids[0])
+	if len(ids) > 1 {
+		what = fmt.Sprintf("%d jobs", len(ids))
+	}
+	text := "cancel of " + what + ": " + strings.Join(parts, ", ")
+	if shown := d.record(r, "cancel", text, counts[jobs.CancelDone]+counts[jobs.CancelRequested], err); err != nil {
+		d.failAction(w, r, err, "cancel failed: ", shown)
+		return
+	}
+	back := d.path("/active")
+	if len(ids) == 1 {
+		back = d.path("/job/" + strconv.FormatInt(ids[0], 10))
+	}
+	d.redirectWithFlash(w, r, back, capitalize(text)+".")
+}
+
 // purge deletes dead letters or archived jobs for good.
 func (d *Dashboard) purge(t jobs.Table) http.HandlerFunc {
 	action := map[jobs.Table]string{jobs.TableDLQ: "/dead/purge", jobs.TableArchive: "/archive/purge"}[t]

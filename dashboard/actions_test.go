@@ -306,7 +306,7 @@ func TestActionsRefuseBadInput(t *testing.T) {
 }
 
 // actionRoutes are every POST route that changes something.
-var actionRoutes = []string{"/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings"}
+var actionRoutes = []string{"/active/cancel", "/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings"}
 
 func TestActionsNeedTheCSRFToken(t *testing.T) {
 	f := newFixture(t, Options{})
@@ -516,4 +516,44 @@ func (s *failingStore) GetJob(ctx context.Context, id int64) (*jobs.Job, error) 
 		return nil, err
 	}
 	return s.Admin.GetJob(ctx, id)
+}
+
+// Cancel from the inspector: a pending job goes to the DLQ at once, a
+// running one is marked and shows "cancel requested" on both pages.
+func TestCancelFromTheInspectorAndTheActivePage(t *testing.T) {
+	f := newFixture(t, Options{})
+	pending := f.enqueue("q", "t", `{}`)
+	runningID := f.enqueue("r", "t", `{}`)
+	f.start(runningID, "r")
+
+	page := f.get(fmt.Sprintf("/job/%d", pending))
+	wantStatus(t, page, http.StatusOK, `id="cancel-form"`, "Cancel job")
+	r := f.post("/active/cancel", urlValues("id", fmt.Sprint(pending), "reason", "refunded"))
+	flash := f.wantRedirect(r, fmt.Sprintf("/job/%d", pending))
+	if !strings.Contains(flash, "1 cancelled") {
+		t.Fatalf("flash %q", flash)
+	}
+	j, _ := f.store.GetJob(context.Background(), pending)
+	if j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonCancelled || j.ErrorDetails != "cancelled by 127.0.0.1: refunded" {
+		t.Fatalf("job %+v", j)
+	}
+	f.wantLogged("cancel", fmt.Sprintf("cancel of job %d: 1 cancelled", pending))
+
+	// The running one, selected on the active page.
+	wantStatus(t, f.get("/active"), http.StatusOK, `id="cancel-selected"`, `name="ids" value="`+fmt.Sprint(runningID))
+	r = f.post("/active/cancel", urlValues("ids", fmt.Sprint(runningID)))
+	flash = f.wantRedirect(r, fmt.Sprintf("/job/%d", runningID))
+	if !strings.Contains(flash, "1 cancel requested") {
+		t.Fatalf("flash %q", flash)
+	}
+	page = f.get(fmt.Sprintf("/job/%d", runningID))
+	wantStatus(t, page, http.StatusOK, `id="cancel-requested"`, "cancelled by 127.0.0.1")
+	if strings.Contains(page.body, `id="cancel-form"`) {
+		t.Fatal("the inspector offers to cancel a job already asked to stop")
+	}
+	wantStatus(t, f.get("/active"), http.StatusOK, "cancel requested")
+
+	// Bad input names what is wrong and changes nothing.
+	wantStatus(t, f.post("/active/cancel", urlValues()), http.StatusBadRequest, "select at least one job")
+	wantStatus(t, f.post("/active/cancel", urlValues("id", "x")), http.StatusBadRequest)
 }

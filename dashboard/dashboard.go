@@ -270,6 +270,7 @@ func (d *Dashboard) routes() http.Handler {
 		mux.Handle("POST "+p+"/resume", d.action(smallForm, d.pauseQueue(false)))
 		mux.Handle("POST "+p+"/settings", d.action(smallForm, d.queueSettings))
 	}
+	mux.Handle("POST /active/cancel", d.action(maxActionBytes, d.cancel))
 	mux.Handle("POST /dead/resurrect", d.action(maxActionBytes, d.resurrect))
 	mux.Handle("POST /dead/purge", d.action(maxActionBytes, d.purge(jobs.TableDLQ)))
 	mux.Handle("POST /archive/purge", d.action(maxActionBytes, d.purge(jobs.TableArchive)))

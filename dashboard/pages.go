@@ -169,6 +169,7 @@ type jobData struct {
 	PayloadJSON  bool
 	CanResurrect bool
 	CanPurge     bool
+	CanCancel    bool // an active job nobody asked to cancel yet
 	PurgeAction  string
 	Live         bool // a hot job: the page refreshes itself until it settles
 }
@@ -189,6 +190,7 @@ func (d *Dashboard) jobPage(w http.ResponseWriter, r *http.Request) {
 	if !d.opts.ReadOnly {
 		data.CanResurrect = j.Table == jobs.TableDLQ
 		data.CanPurge = j.Table == jobs.TableDLQ || j.Table == jobs.TableArchive
+		data.CanCancel = j.Table == jobs.TableHot && j.CancelRequestedAt.IsZero()
 		data.PurgeAction = d.path("/dead/purge")
 		if j.Table == jobs.TableArchive {
 			data.PurgeAction = d.path("/archive/purge")

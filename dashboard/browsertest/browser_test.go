@@ -396,3 +396,62 @@ func seedForScreenshots(t *testing.T, f *fixture) {
 	}
 	f.dash.Publish(dashboard.Event{Kind: dashboard.KindAction, Text: "127.0.0.1: set queue billing: max workers 2, zombie timeout 30s, execution timeout default"})
 }
+
+// The cancel button of the inspector, on a running job: the browser posts
+// the form with its CSRF token and a reason, follows the redirect, and the
+// flash says the cancel was requested; the worker running the job stops its
+// handler at its next heartbeat, and the inspector then shows a Cancelled
+// dead letter.
+func TestBrowserCancelsARunningJob(t *testing.T) {
+	ctx := browser(t)
+	f := newFixture(t, dashboard.Options{})
+	id := f.enqueue("reports", "report.monthly", `{"month":"2026-11"}`)
+	started := make(chan struct{})
+	reg := processor.NewRegistry()
+	reg.MustHandle("report.monthly", func(ctx context.Context, _ *processor.Job) error {
+		close(started)
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	p, err := processor.New(f.store, reg, processor.Config{WorkerID: "web-1", Queues: []string{"reports"},
+		PollInterval: 50 * time.Millisecond, HeartbeatIntervalMin: 200 * time.Millisecond, HeartbeatIntervalMax: 300 * time.Millisecond,
+		ReleaseAfter: 30 * time.Second})
+	must(t, err)
+	must(t, p.Start(context.Background()))
+	defer p.Stop(context.Background())
+	<-started
+
+	base := f.srv.URL
+	must(t, chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/job/%d", base, id)), chromedp.WaitVisible(chromedp.ID("cancel"))))
+	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("window.confirm = function () { return true; }; true"))
+	must(t, err)
+	must(t, chromedp.Do(ctx,
+		chromedp.SendKeys(chromedp.CSS(`#cancel-form input[name="reason"]`), "report no longer needed"),
+		chromedp.Click(chromedp.ID("cancel")),
+		chromedp.WaitVisible(chromedp.CSS(".flash"))))
+	flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash")))
+	must(t, err)
+	if !strings.Contains(flash, "1 cancel requested") {
+		t.Fatalf("flash %q", flash)
+	}
+	// The worker hears of it at its next beat and stops the handler.
+	deadline := time.Now().Add(20 * time.Second)
+	for f.table(id) != jobs.TableDLQ {
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled job never reached the dead-letter queue")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	j, err := f.store.GetJob(context.Background(), id)
+	must(t, err)
+	if j.FailureReason != jobs.ReasonCancelled || !strings.Contains(j.ErrorDetails, "cancelled by 127.0.0.1: report no longer needed") {
+		t.Fatalf("dead letter %s %q", j.FailureReason, j.ErrorDetails)
+	}
+	must(t, chromedp.Do(ctx, chromedp.Navigate(fmt.Sprintf("%s/job/%d", base, id)), chromedp.WaitVisible(chromedp.ID("job-state"))))
+	state, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("job-state")))
+	must(t, err)
+	if !strings.Contains(state, "Cancelled") {
+		t.Fatalf("state %q", state)
+	}
+	f.wantLogged("cancel", fmt.Sprintf("cancel of job %d: 1 cancel requested", id))
+}
