@@ -39,6 +39,9 @@ type demoSummary struct {
 	RecoveredFetched   int64         `json:"recovered_from_fetched"`
 	DeadZombie         int64         `json:"dead_lettered_zombie"`
 	DeadTimeout        int64         `json:"dead_lettered_timeout"`
+	CancelledPending   int64         `json:"cancelled_pending"`
+	CancelledRunning   int64         `json:"cancelled_running"`
+	CancelLatency      time.Duration `json:"cancel_latency_ns"` // from the cancel to the running handler's stop
 	ResurrectedJob     int64         `json:"resurrected_job"`
 	ResurrectedOutcome string        `json:"resurrected_outcome"`
 	Took               time.Duration `json:"took_ns"`
@@ -255,6 +258,13 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		<-end // hangs, ignoring its context, while its process keeps heartbeating
 		return nil
 	})
+	exportStarted, exportStopped := make(chan int64, 1), make(chan time.Time, 1)
+	reg.MustHandle("export.csv", func(ctx context.Context, j *processor.Job) error {
+		exportStarted <- j.ID
+		<-ctx.Done() // runs until an operator cancels it
+		exportStopped <- time.Now()
+		return context.Cause(ctx)
+	})
 	hcfg := pcfg
 	hcfg.WorkerID = "worker-healthy"
 	healthy, err := processor.New(store, reg, hcfg)
@@ -300,6 +310,8 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		{20, jobs.EnqueueParams{Queue: demoSlow, Type: "email.send", Payload: []byte(`{"to":"someone@example.com"}`)}},
 		{10, jobs.EnqueueParams{Queue: demoSlow, Type: "payment.sync", Payload: []byte(`{"invoice":42}`)}},
 		{1, jobs.EnqueueParams{Queue: demoFast, Type: "video.encode", Payload: []byte(`{"file":"big.mov"}`)}},
+		{1, jobs.EnqueueParams{Queue: demoSlow, Type: "export.csv", Payload: []byte(`{"table":"orders"}`)}},
+		{1, jobs.EnqueueParams{Queue: demoSlow, Type: "newsletter.send", Payload: []byte(`{"issue":12}`), Delay: time.Hour}},
 	} {
 		if err := enqueue(w.n, w.p); err != nil {
 			return err
@@ -309,8 +321,39 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 	sum.Enqueued = len(ids)
 	a.say("enqueued %d jobs on %s (zombie timeout 4s, execution timeout 5s) and %s (zombie timeout 6s)", len(ids), demoFast, demoSlow)
 
-	// 3. Live progress until every job settled: all archived but the two
-	// that must be dead-lettered.
+	// An operator cancels the newsletter, which has not started (it is due
+	// in an hour), and the export, which runs until it is told to stop.
+	newsletter := ids[len(ids)-1]
+	if rs, err := store.Cancel(ctx, jobs.CancelParams{IDs: []int64{newsletter}, By: "chokaq demo", Reason: "the issue was pulled"}); err != nil {
+		return err
+	} else if rs[0].Outcome != jobs.CancelDone {
+		return fmt.Errorf("demo: cancel of the pending job %d: %s", newsletter, rs[0].Outcome)
+	}
+	sum.CancelledPending = newsletter
+	if metrics.m != nil { // as chokaq.Client.Cancel records it
+		metrics.m.RecordCancelled(demoSlow, "newsletter.send", 1)
+	}
+	a.say("cancelled job %d before it ran (newsletter.send, due in an hour)", newsletter)
+	var export int64
+	select {
+	case export = <-exportStarted:
+	case <-ctx.Done():
+		return fmt.Errorf("demo: the export never started: %w", ctx.Err())
+	}
+	asked := time.Now()
+	if _, err := store.Cancel(ctx, jobs.CancelParams{IDs: []int64{export}, By: "chokaq demo", Reason: "export no longer needed"}); err != nil {
+		return err
+	}
+	select {
+	case stopped := <-exportStopped:
+		sum.CancelledRunning, sum.CancelLatency = export, stopped.Sub(asked).Round(time.Millisecond)
+	case <-ctx.Done():
+		return fmt.Errorf("demo: the running export ignored its cancel: %w", ctx.Err())
+	}
+	a.say("cancelled job %d while it ran (export.csv): its handler stopped %s later, at its worker's next heartbeat", export, sum.CancelLatency)
+
+	// 3. Live progress until every job settled: all archived but the four
+	// that must be dead-lettered (a zombie, a timeout, two cancelled).
 	count := func(t jobs.Table, f jobs.Filter) int64 {
 		f.IDs = ids
 		n, _ := store.CountJobs(ctx, t, f)
@@ -324,7 +367,7 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		rc := rescuer.Counters()
 		a.say("%5.1fs  hot %3d  archived %3d  dead-lettered %d  |  rescue: recovered %d, zombies %d, past deadline %d",
 			time.Since(started).Seconds(), int64(len(ids))-arc-dlq, arc, dlq, rc.Recovered, rc.Zombies, rc.Expired)
-		if arc == int64(len(ids))-2 && dlq == 2 {
+		if arc == int64(len(ids))-4 && dlq == 4 {
 			break
 		}
 		select {
@@ -371,6 +414,8 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		fmt.Fprintf(w, "  recovered from Fetched\t%d\n", sum.RecoveredFetched)
 		fmt.Fprintf(w, "  dead-lettered as Zombie\t%d\n", sum.DeadZombie)
 		fmt.Fprintf(w, "  dead-lettered as Timeout\t%d\n", sum.DeadTimeout)
+		fmt.Fprintf(w, "  cancelled before it ran\tjob %d\n", sum.CancelledPending)
+		fmt.Fprintf(w, "  cancelled while running\tjob %d (stopped %s after the cancel)\n", sum.CancelledRunning, sum.CancelLatency)
 		fmt.Fprintf(w, "  resurrected job %d\t%s\n", sum.ResurrectedJob, sum.ResurrectedOutcome)
 		fmt.Fprintf(w, "  took\t%s\n", sum.Took)
 	})

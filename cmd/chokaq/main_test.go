@@ -180,6 +180,7 @@ func TestDemoFinishesWithItsSummary(t *testing.T) {
 	for _, want := range []string{
 		"worker-doomed died while running job", "Summary", "processed (archived)", "retried",
 		"recovered from Fetched\t", "dead-lettered as Zombie", "dead-lettered as Timeout", "succeeded on attempt 1",
+		"cancelled before it ran", "cancelled while running",
 	} {
 		if !strings.Contains(strings.ReplaceAll(r.stdout, "  ", "\t"), strings.TrimSuffix(want, "\t")) {
 			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
@@ -212,7 +213,8 @@ func TestDemoJSONSummary(t *testing.T) {
 		t.Fatalf("stdout is not the JSON summary: %v\n%s", err, r.stdout)
 	}
 	if sum.DeadZombie != 1 || sum.DeadTimeout != 1 || sum.RecoveredFetched != 2 || sum.Retried < 10 ||
-		sum.Processed != int64(sum.Enqueued)-1 || sum.ResurrectedOutcome != "succeeded on attempt 1" {
+		sum.Processed != int64(sum.Enqueued)-3 || sum.ResurrectedOutcome != "succeeded on attempt 1" ||
+		sum.CancelledPending == 0 || sum.CancelledRunning == 0 || sum.CancelLatency <= 0 || sum.CancelLatency > 2*time.Second {
 		t.Fatalf("summary %+v", sum)
 	}
 }
@@ -515,7 +517,8 @@ func TestSQLServerDemo(t *testing.T) {
 		t.Fatalf("store %q", sum.Store)
 	}
 	if sum.DeadZombie != 1 || sum.DeadTimeout != 1 || sum.RecoveredFetched != 2 || sum.Retried < 10 ||
-		sum.Processed != int64(sum.Enqueued)-1 || sum.ResurrectedOutcome != "succeeded on attempt 1" {
+		sum.Processed != int64(sum.Enqueued)-3 || sum.ResurrectedOutcome != "succeeded on attempt 1" ||
+		sum.CancelledPending == 0 || sum.CancelledRunning == 0 {
 		t.Fatalf("summary %+v", sum)
 	}
 	if took := sum.Took; took > time.Minute {
@@ -539,7 +542,7 @@ func TestSQLServerDemo(t *testing.T) {
 		archived += q.Archived
 		dead += q.DeadLettered
 	}
-	if archived != sum.Processed || dead != sum.DeadZombie+sum.DeadTimeout-1 {
+	if archived != sum.Processed || dead != sum.DeadZombie+sum.DeadTimeout-1+2 {
 		t.Fatalf("stats %+v after summary %+v", stats, sum)
 	}
 }

@@ -223,7 +223,7 @@ func TestDemoServesMetrics(t *testing.T) {
 	// recovered from Fetched, ten payments retried once.
 	for name, want := range map[string]float64{
 		"chokaq_rescue_archived_total": 1, "chokaq_rescue_deadline_total": 1, "chokaq_rescue_recovered_total": 2,
-		"chokaq_jobs_enqueued_total": 54,
+		"chokaq_jobs_enqueued_total": 56, "chokaq_jobs_cancelled_total": 2,
 	} {
 		if got := total(last, name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)
