@@ -151,12 +151,21 @@ func ValidateQueueName(q string) error {
 	if len(q) > MaxQueueLen {
 		return &ValidationError{Field: "queue", Value: q, Rule: "must be at most " + itoa(MaxQueueLen) + " characters"}
 	}
-	for _, r := range q {
-		if !(r < utf8.RuneSelf && (r == '_' || r == '-' || r == '.' || r == ':' || unicode.IsLetter(r) || unicode.IsDigit(r))) {
-			return &ValidationError{Field: "queue", Value: q, Rule: "may contain only ASCII letters, digits, '_', '-', '.' and ':'"}
-		}
+	if !queueNameChars(q) {
+		return &ValidationError{Field: "queue", Value: q, Rule: "may contain only ASCII letters, digits, '_', '-', '.' and ':'"}
 	}
 	return nil
+}
+
+// queueNameChars reports whether s holds only the characters of a queue
+// name (schedule names take the same).
+func queueNameChars(s string) bool {
+	for _, r := range s {
+		if !(r < utf8.RuneSelf && (r == '_' || r == '-' || r == '.' || r == ':' || unicode.IsLetter(r) || unicode.IsDigit(r))) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkText enforces valid UTF-8, no control characters and a length in

@@ -200,15 +200,29 @@ type QueueSettings struct {
 	// ExecutionTimeout is the hard deadline of one execution; 0 uses the
 	// processor's DefaultTimeout.
 	ExecutionTimeout time.Duration
+	// ArchiveRetention and DeadLetterRetention are how long the queue's
+	// archived and dead-lettered jobs are kept before the retention loop
+	// deletes them: 0 uses the loop's own setting (Retention.Archive,
+	// Retention.DeadLetters), KeepForever keeps them until purged by hand.
+	ArchiveRetention    time.Duration
+	DeadLetterRetention time.Duration
 }
 
+// KeepForever is a queue's retention that deletes nothing (0 in the
+// appsettings key and in the store's column).
+const KeepForever time.Duration = -1
+
 // QueueUpdate changes some settings of a queue, creating its row if needed.
-// A nil field is left as it is; a pointer to zero clears the setting.
+// A nil field is left as it is; a pointer to zero clears the setting (a
+// retention then follows the retention loop's own; KeepForever keeps the
+// queue's jobs).
 type QueueUpdate struct {
-	Paused           *bool
-	MaxWorkers       *int
-	ZombieTimeout    *time.Duration
-	ExecutionTimeout *time.Duration
+	Paused              *bool
+	MaxWorkers          *int
+	ZombieTimeout       *time.Duration
+	ExecutionTimeout    *time.Duration
+	ArchiveRetention    *time.Duration
+	DeadLetterRetention *time.Duration
 }
 
 // QueueStats is one queue's operator view.
@@ -233,6 +247,9 @@ const (
 	MaxQueueWorkers = 100000
 	// MaxQueueTimeout bounds a queue's timeouts (30 days).
 	MaxQueueTimeout = 30 * 24 * time.Hour
+	// MaxRetention bounds a retention (50 years: stores keep seconds in
+	// an INT).
+	MaxRetention = 50 * 365 * 24 * time.Hour
 )
 
 // Validate checks a queue update.
@@ -243,7 +260,25 @@ func (u QueueUpdate) Validate() error {
 	if err := checkQueueTimeout("zombie_timeout", u.ZombieTimeout, "use the rescue loop's ProcessingZombieTimeout"); err != nil {
 		return err
 	}
-	return checkQueueTimeout("execution_timeout", u.ExecutionTimeout, "use the processor's DefaultTimeout")
+	if err := checkQueueTimeout("execution_timeout", u.ExecutionTimeout, "use the processor's DefaultTimeout"); err != nil {
+		return err
+	}
+	if err := checkQueueRetention("archive_retention", u.ArchiveRetention); err != nil {
+		return err
+	}
+	return checkQueueRetention("dead_letter_retention", u.DeadLetterRetention)
+}
+
+func checkQueueRetention(field string, d *time.Duration) error {
+	switch {
+	case d == nil || *d == KeepForever || *d == 0:
+		return nil
+	case *d < time.Second || *d > MaxRetention:
+		return &ValidationError{Field: field, Value: *d, Rule: "must be 0 (the retention loop's own), KeepForever, or between 1s and " + MaxRetention.String()}
+	case *d%time.Second != 0:
+		return &ValidationError{Field: field, Value: *d, Rule: "must be whole seconds (stores keep seconds)"}
+	}
+	return nil
 }
 
 func checkQueueTimeout(field string, d *time.Duration, zero string) error {
@@ -271,6 +306,12 @@ func (u QueueUpdate) Apply(s QueueSettings) QueueSettings {
 	}
 	if u.ExecutionTimeout != nil {
 		s.ExecutionTimeout = *u.ExecutionTimeout
+	}
+	if u.ArchiveRetention != nil {
+		s.ArchiveRetention = *u.ArchiveRetention
+	}
+	if u.DeadLetterRetention != nil {
+		s.DeadLetterRetention = *u.DeadLetterRetention
 	}
 	return s
 }

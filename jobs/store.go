@@ -22,6 +22,7 @@ type Store interface {
 	Enqueuer
 	Worker
 	Rescuer
+	Scheduler
 	Admin
 }
 
@@ -120,6 +121,22 @@ type Admin interface {
 	// worker learns of it at its next heartbeat and cancels the handler.
 	// Results are in the order of p.IDs (see CancelOutcome).
 	Cancel(ctx context.Context, p CancelParams) ([]CancelResult, error)
+
+	// Schedules lists the schedules the store knows, by name.
+	Schedules(ctx context.Context) ([]ScheduleState, error)
+	// PauseSchedule pauses or resumes a schedule (ErrScheduleNotFound if
+	// none has that name). A paused schedule fires no tick; resumed, it
+	// fires the ticks it missed by its missed-fire policy.
+	PauseSchedule(ctx context.Context, name string, paused bool) (ScheduleState, error)
+	// DeleteSchedule forgets a schedule no process defines any more
+	// (ErrScheduleNotFound if none has that name). A process that still
+	// defines it records it again at its next start.
+	DeleteSchedule(ctx context.Context, name string) error
+
+	// TableQueues lists the distinct queues of the jobs table t holds, by
+	// name, at most MaxStatsQueues: the retention loop trims each queue's
+	// archived and dead-lettered jobs with that queue's own retention.
+	TableQueues(ctx context.Context, t Table) ([]string, error)
 
 	// Queues lists the queue control rows.
 	Queues(ctx context.Context) ([]QueueSettings, error)
@@ -381,6 +398,10 @@ type PurgeParams struct {
 	Filter Filter
 	// All must be set to purge with an empty filter.
 	All bool
+	// Limit, when positive, is the most jobs this call deletes, oldest
+	// (by FinishedAt) first: a caller that trims a table in steps, with a
+	// pause between them, passes it.
+	Limit int
 }
 
 // CheckBulk validates a bulk filter for table t, refusing an empty one

@@ -43,6 +43,7 @@ func TestQueryBinding(t *testing.T) {
 		s.q.now:          {time.Now()},      // Resurrect and Purge read the clock first
 		s.q.tryAppLock:   {int64(0)},        // the lock is granted, so TryLead keeps the connection
 		s.q.appLockMode:  {"Exclusive"},     // ... and the next TryLead checks it
+		s.q.fireSchedule: {int64(1)},        // the tick is taken, so the fire enqueues its job
 	}
 
 	tableTypes := migratedTableTypes(t, schemaName)
@@ -231,6 +232,27 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 				ZombieTimeout: &minute, ExecutionTimeout: &minute})
 			return err
 		}},
+		{"UpdateQueue", func() error {
+			week, forever, clear := 7*24*time.Hour, jobs.KeepForever, time.Duration(0)
+			_, err := s.UpdateQueue(ctx, "audit", jobs.QueueUpdate{ArchiveRetention: &week, DeadLetterRetention: &forever})
+			_, err2 := s.UpdateQueue(ctx, "audit", jobs.QueueUpdate{ArchiveRetention: &clear})
+			return errors.Join(err, err2)
+		}},
+		{"SyncSchedules", func() error {
+			return s.SyncSchedules(ctx, []jobs.ScheduleDef{{Name: "nightly", Definition: []byte(`{"cron":"@daily"}`), Hash: "abc", Paused: true},
+				{Name: "hourly", Definition: []byte(`{}`), Hash: "def"}})
+		}},
+		{"FireSchedule", func() error {
+			_, err := s.FireSchedule(ctx, jobs.FireParams{Name: "nightly", Hash: "abc", Tick: from, Next: from.Add(24 * time.Hour), Job: keyed})
+			return err
+		}},
+		{"FireSchedule", func() error {
+			_, err := s.FireSchedule(ctx, jobs.FireParams{Name: "hourly", Hash: "def", Tick: from, Job: plain})
+			return err
+		}},
+		{"Schedules", func() error { _, err := s.Schedules(ctx); return err }},
+		{"PauseSchedule", func() error { _, err := s.PauseSchedule(ctx, "nightly", true); return err }},
+		{"DeleteSchedule", func() error { return s.DeleteSchedule(ctx, "nightly") }},
 		{"QueueStats", func() error { _, err := s.QueueStats(ctx); return err }},
 		{"QueueDepths", func() error { _, err := s.QueueDepths(ctx, []string{"mail", "sms"}, 1000); return err }},
 		{"Now", func() error { _, err := s.Now(ctx); return err }},
@@ -253,6 +275,7 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 			}},
 			step{"ListJobs", func() error { _, err := s.ListJobs(ctx, jobs.ListParams{Table: tb}); return err }},
 			step{"CountJobs", func() error { _, err := s.CountJobs(ctx, tb, fullFilter(tb)); return err }},
+			step{"TableQueues", func() error { _, err := s.TableQueues(ctx, tb); return err }},
 		)
 	}
 

@@ -780,11 +780,17 @@ SELECT ` + "{{archiveCols}}" + ` FROM {{s}}.JobsArchive AS a WHERE a.Id = @id
 UNION ALL
 SELECT ` + "{{dlqCols}}" + ` FROM {{s}}.JobsDLQ AS d WHERE d.Id = @id;`
 
-const qQueues = `SELECT Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0)
+// queueColumns is what scanQueues reads of a Queues row. The retentions
+// stay NULL when not set: 0 there means keep forever.
+const queueColumns = `Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0),
+    ArchiveRetentionSeconds, DeadLetterRetentionSeconds`
+
+const qQueues = `SELECT ` + queueColumns + `
 FROM {{s}}.Queues ORDER BY Name;`
 
 // Upsert of one queue row; a @set* flag of 0 leaves that column alone and a
-// zero value stores NULL (not set). The queue's application lock, taken
+// zero value stores NULL (not set), -1 for a retention (whose 0 means keep
+// forever). The queue's application lock, taken
 // exclusively first, makes a change wait for the claims in flight, which
 // hold it shared (see qClaim): from its commit on, every claim sees it.
 const qUpdateQueue = `SET NOCOUNT ON;
@@ -800,16 +806,21 @@ SET IsPaused = CASE WHEN @setPaused = 1 THEN @paused ELSE IsPaused END,
     MaxWorkers = CASE WHEN @setMax = 1 THEN NULLIF(@max, 0) ELSE MaxWorkers END,
     ZombieTimeoutSeconds = CASE WHEN @setZombie = 1 THEN NULLIF(@zombie, 0) ELSE ZombieTimeoutSeconds END,
     ExecutionTimeoutSeconds = CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) ELSE ExecutionTimeoutSeconds END,
+    ArchiveRetentionSeconds = CASE WHEN @setArchive = 1 THEN NULLIF(@archive, -1) ELSE ArchiveRetentionSeconds END,
+    DeadLetterRetentionSeconds = CASE WHEN @setDeadLetter = 1 THEN NULLIF(@deadLetter, -1) ELSE DeadLetterRetentionSeconds END,
     LastUpdatedUtc = SYSUTCDATETIME()
 WHERE Name = @q;
 IF @@ROWCOUNT = 0
-    INSERT INTO {{s}}.Queues (Name, IsPaused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds)
+    INSERT INTO {{s}}.Queues (Name, IsPaused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds,
+        ArchiveRetentionSeconds, DeadLetterRetentionSeconds)
     VALUES (@q, CASE WHEN @setPaused = 1 THEN @paused ELSE 0 END,
             CASE WHEN @setMax = 1 THEN NULLIF(@max, 0) END,
             CASE WHEN @setZombie = 1 THEN NULLIF(@zombie, 0) END,
-            CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) END);
+            CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) END,
+            CASE WHEN @setArchive = 1 THEN NULLIF(@archive, -1) END,
+            CASE WHEN @setDeadLetter = 1 THEN NULLIF(@deadLetter, -1) END);
 COMMIT TRANSACTION;
-SELECT Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0)
+SELECT ` + queueColumns + `
 FROM {{s}}.Queues WHERE Name = @q;`
 
 // distinctQueues adds to @names the distinct queues of a table, one seek
@@ -875,6 +886,84 @@ SELECT n.Name,
 FROM @queues AS n
 ORDER BY n.Name;`
 
+// tableQueues lists the distinct queues of one table, one seek per queue on
+// an index that starts with Queue (see distinctQueues).
+func tableQueues(table string) string {
+	return `SET NOCOUNT ON;
+DECLARE @names TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY);
+DECLARE @q NVARCHAR(100), @next NVARCHAR(100);
+` + distinctQueues(table) + `
+SELECT Queue FROM @names ORDER BY Queue;`
+}
+
+// Schedules (ADR 0020). scheduleColumns is what scanSchedules reads.
+const scheduleColumns = `Name, Definition, DefinitionHash, LastFiredTickUtc, LastFiredAtUtc, NextFireUtc, IsPaused,
+    UpdatedAtUtc, SyncedAtUtc`
+
+// scheduleLock serializes the syncs of starting processes: two that record
+// a new schedule at once would otherwise both miss its row and both insert
+// it (a key-range lock on the missing key would be the other way, and
+// lock the gap to the next name).
+const scheduleLock = `N'chokaq:{{name}}:schedules'`
+
+// qSyncSchedules records a starting process's schedules (@defs): an
+// unchanged one (same hash) is only stamped; a changed one starts over as
+// if it fired now, in the state its definition says; a new one is inserted
+// the same way. A changed or new schedule owes no tick from before now.
+const qSyncSchedules = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME(), @rc INT;
+BEGIN TRANSACTION;
+EXEC @rc = sys.sp_getapplock @Resource = ` + scheduleLock + `, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the schedules lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+UPDATE s
+SET SyncedAtUtc = @now
+FROM {{s}}.Schedules AS s
+INNER JOIN @defs AS d ON d.Name = s.Name
+WHERE s.DefinitionHash = d.DefinitionHash;
+UPDATE s
+SET Definition = d.Definition, DefinitionHash = d.DefinitionHash, LastFiredTickUtc = @now, NextFireUtc = NULL,
+    IsPaused = d.IsPaused, UpdatedAtUtc = @now, SyncedAtUtc = @now
+FROM {{s}}.Schedules AS s
+INNER JOIN @defs AS d ON d.Name = s.Name
+WHERE s.DefinitionHash <> d.DefinitionHash;
+INSERT INTO {{s}}.Schedules (Name, Definition, DefinitionHash, LastFiredTickUtc, LastFiredAtUtc, NextFireUtc, IsPaused,
+    CreatedAtUtc, UpdatedAtUtc, SyncedAtUtc)
+SELECT d.Name, d.Definition, d.DefinitionHash, @now, NULL, NULL, d.IsPaused, @now, @now, @now
+FROM @defs AS d
+WHERE NOT EXISTS (SELECT 1 FROM {{s}}.Schedules AS s WHERE s.Name = d.Name);
+COMMIT TRANSACTION;`
+
+// qFireSchedule is the compare-and-set of one tick: the schedule's row
+// moves to @tick only if its definition is the one the firer computed the
+// tick from, it is not paused and no later or equal tick fired. It runs in
+// the store's transaction, which enqueues the tick's job next when a row
+// moved: a second firer of the tick waits on the row's lock and then finds
+// the tick taken. READCOMMITTEDLOCK: the test reads the latest committed
+// row under READ_COMMITTED_SNAPSHOT too.
+const qFireSchedule = `SET NOCOUNT ON;
+DECLARE @n NVARCHAR(80) = @name, @h NVARCHAR(64) = @hash;
+UPDATE {{s}}.Schedules WITH (ROWLOCK, READCOMMITTEDLOCK)
+SET LastFiredTickUtc = @tick, LastFiredAtUtc = SYSUTCDATETIME(), NextFireUtc = CASE WHEN @hasNext = 1 THEN @next END
+WHERE Name = @n AND DefinitionHash = @h AND IsPaused = 0 AND LastFiredTickUtc < @tick;
+SELECT @@ROWCOUNT;`
+
+const qSchedules = `SELECT ` + scheduleColumns + ` FROM {{s}}.Schedules ORDER BY Name;`
+
+// qPauseSchedule pauses or resumes one schedule and reads it back.
+const qPauseSchedule = `SET NOCOUNT ON;
+DECLARE @n NVARCHAR(80) = @name;
+UPDATE {{s}}.Schedules WITH (ROWLOCK)
+SET IsPaused = @paused, UpdatedAtUtc = CASE WHEN IsPaused = @paused THEN UpdatedAtUtc ELSE SYSUTCDATETIME() END
+WHERE Name = @n;
+SELECT ` + scheduleColumns + ` FROM {{s}}.Schedules WHERE Name = @n;`
+
+const qDeleteSchedule = `SET NOCOUNT ON;
+DECLARE @n NVARCHAR(80) = @name;
+DELETE FROM {{s}}.Schedules WITH (ROWLOCK) WHERE Name = @n;
+SELECT @@ROWCOUNT;`
+
 // The database's compatibility level, which CheckSchema checks.
 // qServerLevel reads what CheckSchema checks: the database's compatibility
 // level, the engine's major version (15 is SQL Server 2019) and its edition
@@ -897,7 +986,10 @@ UPDATE {{s}}.JobsArchive SET
     FinishedAtUtc = {{ago:FinishedAtUtc}};
 UPDATE {{s}}.JobsDLQ SET
     CreatedAtUtc = {{ago:CreatedAtUtc}}, ScheduledAtUtc = {{ago:ScheduledAtUtc}}, StartedAtUtc = {{ago:StartedAtUtc}},
-    HeartbeatUtc = {{ago:HeartbeatUtc}}, DeadlineUtc = {{ago:DeadlineUtc}}, FinishedAtUtc = {{ago:FinishedAtUtc}};`
+    HeartbeatUtc = {{ago:HeartbeatUtc}}, DeadlineUtc = {{ago:DeadlineUtc}}, FinishedAtUtc = {{ago:FinishedAtUtc}};
+UPDATE {{s}}.Schedules SET
+    LastFiredTickUtc = {{ago:LastFiredTickUtc}}, LastFiredAtUtc = {{ago:LastFiredAtUtc}}, NextFireUtc = {{ago:NextFireUtc}},
+    CreatedAtUtc = {{ago:CreatedAtUtc}}, UpdatedAtUtc = {{ago:UpdatedAtUtc}}, SyncedAtUtc = {{ago:SyncedAtUtc}};`
 
 // Leader election (Leader): a session-owned exclusive application lock, tried
 // without waiting, checked before each use, released on resign.
@@ -910,7 +1002,8 @@ SELECT @rc;`
 )
 
 // qResetForTest empties every table between contract cases.
-const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive; DELETE FROM {{s}}.JobsDLQ; DELETE FROM {{s}}.Queues;`
+const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive; DELETE FROM {{s}}.JobsDLQ; DELETE FROM {{s}}.Queues;
+DELETE FROM {{s}}.Schedules;`
 
 // queries is every statement rendered for one schema.
 type queries struct {
@@ -925,6 +1018,9 @@ type queries struct {
 	purge, list, count                                   map[jobs.Table]string
 	getJob, queues, updateQueue, queueStats, now         string
 	queueDepths, serverLevel                             string
+	tableQueues                                          map[jobs.Table]string
+	syncSchedules, fireSchedule, schedules               string
+	pauseSchedule, deleteSchedule                        string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
 }
@@ -937,6 +1033,11 @@ var agoColumn = strings.NewReplacer(
 	"{{ago:HeartbeatUtc}}", agoFrom("by", "HeartbeatUtc"),
 	"{{ago:DeadlineUtc}}", agoFrom("by", "DeadlineUtc"),
 	"{{ago:FinishedAtUtc}}", agoFrom("by", "FinishedAtUtc"),
+	"{{ago:LastFiredTickUtc}}", agoFrom("by", "LastFiredTickUtc"),
+	"{{ago:LastFiredAtUtc}}", agoFrom("by", "LastFiredAtUtc"),
+	"{{ago:NextFireUtc}}", agoFrom("by", "NextFireUtc"),
+	"{{ago:UpdatedAtUtc}}", agoFrom("by", "UpdatedAtUtc"),
+	"{{ago:SyncedAtUtc}}", agoFrom("by", "SyncedAtUtc"),
 )
 
 var (
@@ -988,6 +1089,12 @@ func render(name string) *queries {
 		queueStats:     r.Replace(qQueueStats),
 		now:            qNow,
 		queueDepths:    r.Replace(qQueueDepths),
+		syncSchedules:  r.Replace(qSyncSchedules),
+		fireSchedule:   r.Replace(qFireSchedule),
+		schedules:      r.Replace(qSchedules),
+		pauseSchedule:  r.Replace(qPauseSchedule),
+		deleteSchedule: r.Replace(qDeleteSchedule),
+		tableQueues:    map[jobs.Table]string{},
 		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
 		resetForTest:   r.Replace(qResetForTest),
 		tryAppLock:     qTryAppLock,
@@ -1000,6 +1107,7 @@ func render(name string) *queries {
 	for t, ts := range tables {
 		q.list[t] = r.Replace(ts.qList())
 		q.count[t] = r.Replace(ts.qCount())
+		q.tableQueues[t] = r.Replace(tableQueues(ts.name))
 		if t != jobs.TableHot {
 			q.purge[t] = r.Replace(ts.qPurge())
 		}

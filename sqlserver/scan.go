@@ -62,12 +62,38 @@ func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
 	for rows.Next() {
 		var q jobs.QueueSettings
 		var maxWorkers, zombie, exec int64
-		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec); err != nil {
+		var archive, deadLetter sql.NullInt64
+		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec, &archive, &deadLetter); err != nil {
 			return nil, err
 		}
 		q.MaxWorkers = int(maxWorkers)
 		q.ZombieTimeout, q.ExecutionTimeout = time.Duration(zombie)*time.Second, time.Duration(exec)*time.Second
+		q.ArchiveRetention, q.DeadLetterRetention = retentionOf(archive), retentionOf(deadLetter)
 		out = append(out, q)
 	}
 	return out, rows.Err()
+}
+
+// retentionOf reads a retention column: NULL is not set (0), 0 is
+// jobs.KeepForever, else seconds.
+func retentionOf(n sql.NullInt64) time.Duration {
+	switch {
+	case !n.Valid:
+		return 0
+	case n.Int64 == 0:
+		return jobs.KeepForever
+	}
+	return time.Duration(n.Int64) * time.Second
+}
+
+// retentionArg is the @archive or @deadLetter of qUpdateQueue: -1 clears the
+// column (NULL), 0 keeps forever, else seconds.
+func retentionArg(d *time.Duration) int64 {
+	switch {
+	case d == nil || *d == 0:
+		return -1
+	case *d == jobs.KeepForever:
+		return 0
+	}
+	return int64(*d / time.Second)
 }

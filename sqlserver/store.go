@@ -861,7 +861,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	if p.Payload != nil && len(p.Payload) > s.limits.MaxPayload() {
 		return 0, &jobs.ValidationError{Field: "payload", Value: p.Payload, Rule: fmt.Sprintf("must be at most %d bytes", s.limits.MaxPayload())}
 	}
-	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
+	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, 0, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
 }
 
 // Purge implements jobs.Store, in bounded batches.
@@ -872,23 +872,27 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	if err := jobs.CheckBulk(p.Table, p.Filter, p.All); err != nil {
 		return 0, err
 	}
-	return s.bulk(ctx, "purge "+p.Table.String(), s.q.purge[p.Table], p.Filter)
+	return s.bulk(ctx, "purge "+p.Table.String(), s.q.purge[p.Table], p.Filter, p.Limit)
 }
 
 // bulk repeats a batch statement until a short batch. Only rows that existed
 // when the operation began are touched (asOf), so a job that fails again
 // while a resurrect runs is not picked up a second time.
-func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, extra ...any) (int, error) {
+func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, most int, extra ...any) (int, error) {
 	asOf, err := s.Now(ctx)
 	if err != nil {
 		return 0, err
 	}
-	args := append(s.filterArgs(f, &asOf), append(extra, named("limit", int64(s.bulkBatch)))...)
+	args := append(s.filterArgs(f, &asOf), extra...)
 	total := 0
 	for {
+		batch := s.bulkBatch
+		if most > 0 {
+			batch = min(batch, most-total)
+		}
 		var n int64
 		err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
-			err := s.db.QueryRowContext(ctx, stmt, args...).Scan(&n)
+			err := s.db.QueryRowContext(ctx, stmt, append(args, named("limit", int64(batch)))...).Scan(&n)
 			if isDuplicateKey(err) {
 				// Resurrect lost a key to a concurrent enqueue between its
 				// check and its insert; XACT_ABORT rolled the batch back
@@ -901,7 +905,7 @@ func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, extra 
 			return total, fmt.Errorf("sqlserver: %s stopped after %d jobs: %w", op, total, err)
 		}
 		total += int(n)
-		if int(n) < s.bulkBatch {
+		if int(n) < batch || (most > 0 && total >= most) {
 			return total, nil
 		}
 	}
@@ -975,6 +979,8 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 		named("setMax", flag(u.MaxWorkers != nil)), named("max", val(u.MaxWorkers)),
 		named("setZombie", flag(u.ZombieTimeout != nil)), named("zombie", seconds(u.ZombieTimeout)),
 		named("setExec", flag(u.ExecutionTimeout != nil)), named("exec", seconds(u.ExecutionTimeout)),
+		named("setArchive", flag(u.ArchiveRetention != nil)), named("archive", retentionArg(u.ArchiveRetention)),
+		named("setDeadLetter", flag(u.DeadLetterRetention != nil)), named("deadLetter", retentionArg(u.DeadLetterRetention)),
 	}
 	var out []jobs.QueueSettings
 	err := s.do(ctx, "update queue", idempotent, func(ctx context.Context) error {

@@ -13,15 +13,9 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
-// Leader elects one rescuer among processes. TryLead reports whether this
-// process leads now; it is called before every sweep.
-type Leader interface {
-	// TryLead reports whether this process leads now, taking the lead if
-	// nobody holds it.
-	TryLead(ctx context.Context) (bool, error)
-	// Resign gives up leadership, if held.
-	Resign(ctx context.Context) error
-}
+// Leader elects one rescuer among processes (jobs.Leader); TryLead is
+// called before every sweep.
+type Leader = jobs.Leader
 
 // Config configures a Rescuer. Zero fields take the defaults (see
 // DefaultConfig and docs/design.md (Configuration defaults)).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,8 @@ type Store struct {
 	dlq     map[int64]*jobs.Job
 	idem    map[string]int64 // idempotency key -> hot job ID
 	queues  map[string]*queueState
+	// schedules holds the schedules' state (schedule.go).
+	schedules map[string]*jobs.ScheduleState
 }
 
 var _ jobs.Store = (*Store)(nil)
@@ -53,6 +56,8 @@ func New(opts ...Option) *Store {
 		dlq:      make(map[int64]*jobs.Job),
 		idem:     make(map[string]int64),
 		queues:   make(map[string]*queueState),
+
+		schedules: make(map[string]*jobs.ScheduleState),
 	}
 	for _, o := range opts {
 		o(s)
@@ -653,12 +658,20 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	m := s.table(p.Table)
-	n := 0
-	for _, j := range s.matching(p.Table, p.Filter, s.now()) {
-		delete(m, j.ID)
-		n++
+	matched := s.matching(p.Table, p.Filter, s.now())
+	if p.Limit > 0 && len(matched) > p.Limit { // the oldest first, as SQL Server walks
+		slices.SortFunc(matched, func(a, b *jobs.Job) int {
+			if c := a.FinishedAt.Compare(b.FinishedAt); c != 0 {
+				return c
+			}
+			return compareInt64(a.ID, b.ID)
+		})
+		matched = matched[:p.Limit]
 	}
-	return n, nil
+	for _, j := range matched {
+		delete(m, j.ID)
+	}
+	return len(matched), nil
 }
 
 func (s *Store) table(t jobs.Table) map[int64]*jobs.Job {
@@ -947,4 +960,22 @@ func compareInt64(a, b int64) int {
 		return 1
 	}
 	return 0
+}
+
+// TableQueues implements jobs.Store.
+func (s *Store) TableQueues(ctx context.Context, t jobs.Table) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if !t.Valid() {
+		return nil, &jobs.ValidationError{Field: "table", Value: t, Rule: "must be hot, archive or dlq"}
+	}
+	s.mu.Lock()
+	seen := map[string]bool{}
+	for _, j := range s.table(t) {
+		seen[j.Queue] = true
+	}
+	s.mu.Unlock()
+	out := slices.Sorted(maps.Keys(seen))
+	return out[:min(len(out), jobs.MaxStatsQueues)], nil
 }

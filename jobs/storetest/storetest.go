@@ -41,6 +41,8 @@ var transitionGroups = []group{
 	{"Worker", workerCases},
 	{"Batch", batchCases},
 	{"Cancel", cancelCases},
+	{"Schedule", scheduleCases},
+	{"Retention", retentionCases},
 	{"Rescue", rescueCases},
 	{"Operator", append(operatorCases, statsCapCase)},
 	{"Depth", depthCases},
@@ -91,7 +93,7 @@ func runGroups(t *testing.T, groups []group, newHarness Factory) {
 // CaseCount reports how many cases Run runs (subtests of table cases not
 // counted), so a store's test can assert it ran the whole contract.
 func CaseCount() int {
-	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(batchCases) + len(cancelCases) + len(rescueCases) + len(operatorCases) + 1 + len(depthCases) + len(invariantCases)
+	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(batchCases) + len(cancelCases) + len(scheduleCases) + len(retentionCases) + len(rescueCases) + len(operatorCases) + 1 + len(depthCases) + len(invariantCases)
 }
 
 const (
