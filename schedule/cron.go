@@ -90,14 +90,23 @@ func (c Cadence) Next(t time.Time) time.Time {
 	}
 	local := t.In(c.loc)
 	day := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, time.UTC)
+	// On t's own day the search starts at t's wall time: wallInstant keeps
+	// the order of wall times (a repeated one maps to its first, earlier
+	// instant; a skipped one to the end of the gap), so no earlier wall
+	// time of the day can map after t.
+	fromHour, fromMinute := local.Hour(), local.Minute()
 	for range maxLookahead {
 		y, m, d := day.Date()
 		if c.dayMatches(day) {
-			for h := range 24 {
+			for h := fromHour; h < 24; h++ {
 				if c.spec.Hour&(1<<uint(h)) == 0 {
 					continue
 				}
-				for mi := range 60 {
+				startMinute := 0
+				if h == fromHour {
+					startMinute = fromMinute
+				}
+				for mi := startMinute; mi < 60; mi++ {
 					if c.spec.Minute&(1<<uint(mi)) == 0 {
 						continue
 					}
@@ -107,7 +116,7 @@ func (c Cadence) Next(t time.Time) time.Time {
 				}
 			}
 		}
-		day = day.AddDate(0, 0, 1)
+		day, fromHour, fromMinute = day.AddDate(0, 0, 1), 0, 0
 	}
 	return time.Time{}
 }
