@@ -28,6 +28,9 @@ type Store struct {
 	queues  map[string]*queueState
 	// schedules holds the schedules' state (schedule.go).
 	schedules map[string]*jobs.ScheduleState
+	// finished orders each queue's archived and dead-lettered jobs by
+	// finish (finished.go).
+	finished map[jobs.Table]map[string]*finishLog
 }
 
 var _ jobs.Store = (*Store)(nil)
@@ -58,6 +61,7 @@ func New(opts ...Option) *Store {
 		queues:   make(map[string]*queueState),
 
 		schedules: make(map[string]*jobs.ScheduleState),
+		finished:  make(map[jobs.Table]map[string]*finishLog),
 	}
 	for _, o := range opts {
 		o(s)
@@ -304,6 +308,7 @@ func (s *Store) complete(ref jobs.LeaseRef, now time.Time) error {
 	j.FinishedAt = now
 	j.Duration = now.Sub(j.StartedAt)
 	s.archive[j.ID] = j
+	s.logFinished(j)
 	return nil
 }
 
@@ -491,6 +496,7 @@ func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, no
 	j.ErrorDetails = details
 	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
 	s.dlq[j.ID] = j
+	s.logFinished(j)
 }
 
 // RescueFetched implements jobs.Store (phase 1).
@@ -657,6 +663,9 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if isTrim(p) {
+		return s.trimOldest(p.Table, p.Filter.Queue, s.now().Add(-p.Filter.OlderThan), p.Limit), nil
+	}
 	m := s.table(p.Table)
 	matched := s.matching(p.Table, p.Filter, s.now())
 	if p.Limit > 0 && len(matched) > p.Limit { // the oldest first, as SQL Server walks

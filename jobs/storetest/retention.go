@@ -66,4 +66,46 @@ var retentionCases = []testCase{
 			}
 		}
 	}},
+	{"TrimByAgeTakesEachQueuesExpiredJobsOnly", func(t *testing.T, h *Harness) {
+		// The retention loop's purge: one queue, an age, a limit. Jobs that
+		// left the table since they first entered it (resurrected, purged
+		// by ID) must neither be counted nor hold back the others.
+		deadLetter := func(queue string) *jobs.Job {
+			j := running(t, h, jobs.EnqueueParams{Queue: queue})
+			if err := h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal}); err != nil {
+				t.Fatal(err)
+			}
+			return j
+		}
+		a := deadLetter("q")
+		h.Advance(t, time.Second)
+		b := deadLetter("q")
+		h.Advance(t, time.Second)
+		c := deadLetter("q")
+		other := deadLetter("other")
+		if n, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{a.ID}}}); err != nil || n != 1 {
+			t.Fatalf("Resurrect = %d, %v", n, err)
+		}
+		if n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: []int64{b.ID}}}); err != nil || n != 1 {
+			t.Fatalf("Purge by ID = %d, %v", n, err)
+		}
+		h.Advance(t, time.Minute)
+		again := running(t, h, jobs.EnqueueParams{Queue: "q"}) // a, resurrected, dies again now
+		if again.ID != a.ID {
+			t.Fatalf("claimed job %d, want the resurrected %d", again.ID, a.ID)
+		}
+		if err := h.Store.DeadLetter(ctxOf(t), again.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{Queue: "q", OlderThan: 30 * time.Second}, Limit: 10})
+		if err != nil || n != 1 {
+			t.Fatalf("trim = %d, %v; want 1 (only c expired)", n, err)
+		}
+		for id, want := range map[int64]bool{a.ID: true, c.ID: false, other.ID: true} {
+			_, err := h.Store.GetJob(ctxOf(t), id)
+			if kept := err == nil; kept != want {
+				t.Fatalf("job %d kept %v, want %v", id, kept, want)
+			}
+		}
+	}},
 }

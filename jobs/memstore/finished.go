@@ -1,0 +1,100 @@
+package memstore
+
+import (
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// finishLog is one queue's finished jobs of one table (archive or DLQ) in
+// the order they finished, so that a trim by age (the retention loop's
+// Purge) takes the oldest without scanning the table: as SQL Server seeks
+// its (Queue, FinishedAtUtc) index. Entries are never removed from the
+// middle: a job that left the table since (purged by ID, resurrected)
+// leaves a stale entry, told by its finish instant, which the walk skips
+// and compaction drops.
+type finishLog struct {
+	entries []finishEntry
+	head    int // entries before head are gone
+}
+
+type finishEntry struct {
+	job *jobs.Job
+	at  time.Time // the FinishedAt the job had when it entered the table
+}
+
+// live reports whether e still stands for a job of table t.
+func (s *Store) live(t jobs.Table, e finishEntry) bool {
+	j := s.table(t)[e.job.ID]
+	return j == e.job && j.Table == t && j.FinishedAt.Equal(e.at)
+}
+
+// logFinished records that j just entered its table (j.Table).
+func (s *Store) logFinished(j *jobs.Job) {
+	logs := s.finished[j.Table]
+	if logs == nil {
+		logs = map[string]*finishLog{}
+		s.finished[j.Table] = logs
+	}
+	l := logs[j.Queue]
+	if l == nil {
+		l = &finishLog{}
+		logs[j.Queue] = l
+	}
+	l.entries = append(l.entries, finishEntry{job: j, at: j.FinishedAt})
+	// Entries that outlived their jobs (purged by ID, resurrected) must
+	// not pin them: compact when half the log is gone.
+	if len(l.entries) >= 1024 && len(l.entries)&(len(l.entries)-1) == 0 {
+		s.compact(j.Table, j.Queue, l)
+	}
+}
+
+// compact drops gone and stale entries.
+func (s *Store) compact(t jobs.Table, queue string, l *finishLog) {
+	kept := l.entries[:0]
+	for _, e := range l.entries[l.head:] {
+		if s.live(t, e) {
+			kept = append(kept, e)
+		}
+	}
+	clear(l.entries[len(kept):])
+	l.entries, l.head = kept, 0
+	if len(kept) == 0 {
+		delete(s.finished[t], queue)
+	}
+}
+
+// trimOldest deletes up to limit jobs of queue from table t that finished
+// before cutoff, oldest first, and returns how many.
+func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit int) int {
+	l := s.finished[t][queue]
+	if l == nil {
+		return 0
+	}
+	m := s.table(t)
+	n := 0
+	for l.head < len(l.entries) && n < limit {
+		e := l.entries[l.head]
+		if s.live(t, e) {
+			if !e.at.Before(cutoff) {
+				break
+			}
+			delete(m, e.job.ID)
+			n++
+		}
+		l.entries[l.head] = finishEntry{}
+		l.head++
+	}
+	if l.head > len(l.entries)/2 {
+		s.compact(t, queue, l)
+	}
+	return n
+}
+
+// isTrim reports whether a purge is the retention loop's shape: a limit,
+// an age, at most a queue and nothing else.
+func isTrim(p jobs.PurgeParams) bool {
+	f := p.Filter
+	return p.Limit > 0 && f.OlderThan > 0 && len(f.IDs) == 0 && f.Type == "" && f.Status == nil && f.Reason == nil &&
+		f.From.IsZero() && f.To.IsZero() && f.Text == "" && f.Queue != ""
+}

@@ -1,0 +1,371 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Store is what the retention loop needs of a store: the queues of a
+// table, each queue's own retention, and the purge (oldest first, in
+// steps of a Limit).
+type Store interface {
+	// TableQueues is jobs.Admin's.
+	TableQueues(ctx context.Context, t jobs.Table) ([]string, error)
+	// Queues is jobs.Admin's: the queues' own retentions.
+	Queues(ctx context.Context) ([]jobs.QueueSettings, error)
+	// Purge is jobs.Admin's.
+	Purge(ctx context.Context, p jobs.PurgeParams) (int, error)
+}
+
+// Config configures the retention loop. Zero fields take their defaults
+// (DefaultConfig); a queue's own retention (jobs.QueueSettings) wins over
+// Archive and DeadLetters.
+type Config struct {
+	// Archive is how long archived (succeeded) jobs are kept (7 days);
+	// jobs.KeepForever keeps them.
+	Archive time.Duration
+	// DeadLetters is how long dead letters are kept (30 days);
+	// jobs.KeepForever keeps them. Resurrect brings a dead letter back
+	// only while it is kept.
+	DeadLetters time.Duration
+	// Interval is the time between sweeps (1m).
+	Interval time.Duration
+	// BatchSize is how many jobs one delete removes (1,000, at most
+	// 1,000: the locks of one statement stay far below SQL Server's lock
+	// escalation).
+	BatchSize int
+	// Pause is the wait between two deletes of a sweep (100ms), so a
+	// large backlog of expired jobs is trimmed without holding the
+	// tables, or the log, busy.
+	Pause time.Duration
+	// MaxBatchesPerSweep bounds one sweep (1,000 deletes); the next sweep
+	// goes on where it stopped.
+	MaxBatchesPerSweep int
+	// Leader, when set, lets one process sweep (sqlserver.Leader); nil
+	// sweeps in this process.
+	Leader jobs.Leader
+	Logger *zap.Logger
+	// OnDelete, when set, sees every delete that removed jobs: the table,
+	// the queue and how many (chokaq.retention.deleted).
+	OnDelete func(table jobs.Table, queue string, n int)
+	// OnSweep, when set, sees every finished sweep, skipped or failed
+	// ones included.
+	OnSweep func(Result, error)
+}
+
+// Defaults and bounds of Config.
+const (
+	DefaultArchive     = 7 * 24 * time.Hour
+	DefaultDeadLetters = 30 * 24 * time.Hour
+	DefaultInterval    = time.Minute
+	DefaultBatchSize   = 1000
+	DefaultPause       = 100 * time.Millisecond
+	MinInterval        = 100 * time.Millisecond
+	MaxInterval        = 24 * time.Hour
+	MaxPause           = time.Minute
+)
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Archive: DefaultArchive, DeadLetters: DefaultDeadLetters, Interval: DefaultInterval,
+		BatchSize: DefaultBatchSize, Pause: DefaultPause, MaxBatchesPerSweep: 1000}
+}
+
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Archive == 0 {
+		c.Archive = d.Archive
+	}
+	if c.DeadLetters == 0 {
+		c.DeadLetters = d.DeadLetters
+	}
+	if c.Interval == 0 {
+		c.Interval = d.Interval
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = d.BatchSize
+	}
+	if c.Pause == 0 {
+		c.Pause = d.Pause
+	}
+	if c.MaxBatchesPerSweep == 0 {
+		c.MaxBatchesPerSweep = d.MaxBatchesPerSweep
+	}
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	return c
+}
+
+// Validate checks c as New would use it, defaults applied, and returns the
+// first broken rule as a *jobs.SettingError.
+func (c Config) Validate() error { return c.withDefaults().validate() }
+
+func (c Config) validate() error {
+	bad := func(key string, v any, rule string) error {
+		return &jobs.SettingError{Component: "retention", Key: key, Value: v, Rule: rule}
+	}
+	for _, r := range []struct {
+		key string
+		d   time.Duration
+	}{{"Archive", c.Archive}, {"DeadLetters", c.DeadLetters}} {
+		if r.d != jobs.KeepForever && (r.d < time.Second || r.d > jobs.MaxRetention) {
+			return bad(r.key, r.d, "must be between 1s and "+jobs.MaxRetention.String()+", or KeepForever")
+		}
+	}
+	switch {
+	case c.Interval < MinInterval || c.Interval > MaxInterval:
+		return bad("Interval", c.Interval, fmt.Sprintf("must be between %v and %v", MinInterval, MaxInterval))
+	case c.BatchSize < 1 || c.BatchSize > jobs.MaxRescueBatch:
+		return bad("BatchSize", c.BatchSize, fmt.Sprintf("must be between 1 and %d", jobs.MaxRescueBatch))
+	case c.Pause < 0 || c.Pause > MaxPause:
+		return bad("Pause", c.Pause, "must be between 0s and "+MaxPause.String())
+	case c.MaxBatchesPerSweep < 1 || c.MaxBatchesPerSweep > 1_000_000:
+		return bad("MaxBatchesPerSweep", c.MaxBatchesPerSweep, "must be between 1 and 1000000")
+	}
+	return nil
+}
+
+// Result is what one sweep deleted.
+type Result struct {
+	Archived, DeadLetters int
+	// Skipped is set when this process did not lead.
+	Skipped bool
+	// Truncated is set when the sweep stopped at MaxBatchesPerSweep; the
+	// next one goes on.
+	Truncated bool
+}
+
+// String says what the sweep deleted, as the log line does.
+func (r Result) String() string {
+	return fmt.Sprintf("deleted %d archived and %d dead-lettered jobs past their retention", r.Archived, r.DeadLetters)
+}
+
+// Retainer trims the archive and the dead-letter queue.
+type Retainer struct {
+	store Store
+	cfg   Config
+	log   *zap.Logger
+
+	deleted atomic.Int64
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started bool
+}
+
+// New validates cfg and returns a Retainer.
+func New(store Store, cfg Config) (*Retainer, error) {
+	if store == nil {
+		return nil, errors.New("retention: nil store")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Retainer{store: store, cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Config returns the settings in force, defaults filled.
+func (r *Retainer) Config() Config { return r.cfg }
+
+// Deleted is how many jobs the Retainer deleted since it was made.
+func (r *Retainer) Deleted() int64 { return r.deleted.Load() }
+
+// KeepFor is how long a queue's jobs of table t are kept: the queue's own
+// retention, else the global one (jobs.KeepForever: kept).
+func KeepFor(q jobs.QueueSettings, t jobs.Table, global Config) time.Duration {
+	own, def := q.ArchiveRetention, global.Archive
+	if t == jobs.TableDLQ {
+		own, def = q.DeadLetterRetention, global.DeadLetters
+	}
+	if own != 0 {
+		return own
+	}
+	return def
+}
+
+// Sweep deletes, table by table and queue by queue, the archived and
+// dead-lettered jobs that finished longer ago than their retention, oldest
+// first, BatchSize at a time with Pause between deletes. Hot jobs are
+// never touched: the purge refuses the hot table. It logs one line when it
+// deleted anything.
+func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("retention: sweep panicked: %v", p)
+		}
+		if r.cfg.OnSweep != nil {
+			r.cfg.OnSweep(res, err)
+		}
+	}()
+	if r.cfg.Leader != nil {
+		lead, lerr := r.cfg.Leader.TryLead(ctx)
+		if lerr != nil {
+			return res, fmt.Errorf("retention: leader election: %w", lerr)
+		}
+		if !lead {
+			res.Skipped = true
+			return res, nil
+		}
+	}
+	settings, err := r.store.Queues(ctx)
+	if err != nil {
+		return res, fmt.Errorf("retention: %w", err)
+	}
+	// Stores may compare queue names ignoring case (SQL Server's default
+	// collation), so a queue's row matches its jobs whatever their case.
+	own := make(map[string]jobs.QueueSettings, len(settings))
+	for _, q := range settings {
+		own[strings.ToLower(q.Name)] = q
+	}
+	batches := 0
+	for _, table := range []jobs.Table{jobs.TableArchive, jobs.TableDLQ} {
+		count := &res.Archived
+		if table == jobs.TableDLQ {
+			count = &res.DeadLetters
+		}
+		queues, err := r.store.TableQueues(ctx, table)
+		if err != nil {
+			return res, fmt.Errorf("retention: %w", err)
+		}
+		for _, queue := range queues {
+			keep := KeepFor(own[strings.ToLower(queue)], table, r.cfg)
+			if keep == jobs.KeepForever {
+				continue
+			}
+			for {
+				if batches == r.cfg.MaxBatchesPerSweep {
+					res.Truncated = true
+					r.logSweep(res)
+					return res, nil
+				}
+				if batches > 0 {
+					if err := pause(ctx, r.cfg.Pause); err != nil {
+						r.logSweep(res)
+						return res, err
+					}
+				}
+				batches++
+				n, err := r.store.Purge(ctx, jobs.PurgeParams{Table: table, Filter: jobs.Filter{Queue: queue, OlderThan: keep}, Limit: r.cfg.BatchSize})
+				*count += n
+				r.deleted.Add(int64(n))
+				if n > 0 && r.cfg.OnDelete != nil {
+					r.cfg.OnDelete(table, queue, n)
+				}
+				if err != nil {
+					r.logSweep(res)
+					return res, fmt.Errorf("retention: trim %s of queue %s: %w", table, queue, err)
+				}
+				if n < r.cfg.BatchSize {
+					break
+				}
+			}
+		}
+	}
+	r.logSweep(res)
+	return res, nil
+}
+
+func (r *Retainer) logSweep(res Result) {
+	if res.Archived+res.DeadLetters > 0 {
+		r.log.Info("retention: "+res.String(), zap.Int("archived", res.Archived), zap.Int("dead_letters", res.DeadLetters),
+			zap.Bool("truncated", res.Truncated))
+	}
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Start sweeps now and then every Interval until Stop. A failed sweep is
+// logged; the loop carries on.
+func (r *Retainer) Start(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return fmt.Errorf("retention: %w", jobs.ErrAlreadyStarted)
+	}
+	r.started = true
+	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel, r.done = cancel, make(chan struct{})
+	go r.loop(loopCtx)
+	return nil
+}
+
+func (r *Retainer) loop(ctx context.Context) {
+	defer close(r.done)
+	ticker := time.NewTicker(r.cfg.Interval)
+	defer ticker.Stop()
+	for {
+		if err := r.safeSweep(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error("retention: sweep failed; retrying next interval", zap.Error(err))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+// safeSweep keeps a panic in OnSweep (Sweep recovers the others) from
+// ending the loop.
+func (r *Retainer) safeSweep(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("retention: sweep hook panicked: %v", p)
+		}
+	}()
+	_, err = r.Sweep(ctx)
+	return err
+}
+
+// Stop ends the loop and resigns leadership.
+func (r *Retainer) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.started || r.cancel == nil {
+		r.mu.Unlock()
+		return fmt.Errorf("retention: %w", jobs.ErrNotRunning)
+	}
+	cancel, done := r.cancel, r.done
+	r.cancel = nil
+	r.mu.Unlock()
+	cancel()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if r.cfg.Leader != nil {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer rcancel()
+		err = errors.Join(err, r.cfg.Leader.Resign(rctx))
+	}
+	return err
+}
