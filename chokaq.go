@@ -13,6 +13,8 @@ import (
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/retention"
+	"github.com/chokaq/chokaq-go/schedule"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/telemetry"
@@ -65,6 +67,22 @@ type Config struct {
 	// Queues are written to the store's queue settings at Start.
 	Queues map[string]jobs.QueueUpdate
 
+	// Schedules are recurring jobs (typed); RawSchedules the same in the
+	// schedule package's form (appsettings' ChokaQ.Schedules arrive
+	// there). The Client records them in the store at Start and fires
+	// their ticks: led by one process per set of schedules on SQL Server
+	// (sp_getapplock), by this one in memory. Each tick fires once
+	// whatever the number of processes (ADR 0020).
+	Schedules    []Schedule
+	RawSchedules []schedule.Schedule
+
+	// Retention deletes archived and dead-lettered jobs past their
+	// retention (7 and 30 days unless set; a queue's own wins), run by one
+	// process per schema on SQL Server, in every Client that runs the
+	// processor or the rescue loop unless DisableRetention.
+	Retention        retention.Config
+	DisableRetention bool
+
 	// Telemetry, when set, records the Client's metrics (package
 	// telemetry): it observes the processor next to any Observer in
 	// Processor, hooks the rescue loop next to any OnRescue and OnSweep in
@@ -81,10 +99,12 @@ type Client struct {
 	cfg     Config
 	store   jobs.Store
 	sql     *sqlserver.Store // nil unless on SQL Server
-	proc    *processor.Processor
-	rescuer *zombie.Rescuer
-	leader  *sqlserver.Leader
-	log     *zap.Logger
+	proc      *processor.Processor
+	rescuer   *zombie.Rescuer
+	scheduler *schedule.Scheduler // nil without schedules
+	retainer  *retention.Retainer // nil when disabled
+	leader    *sqlserver.Leader
+	log       *zap.Logger
 
 	mu    sync.Mutex
 	state clientState
@@ -186,8 +206,58 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		}
 		c.rescuer = r
 	}
+	if err := c.maintenance(cfg); err != nil {
+		return nil, err
+	}
 	ok = true
 	return c, nil
+}
+
+// maintenance builds the schedule and retention loops, each led by one
+// process on SQL Server.
+func (c *Client) maintenance(cfg Config) error {
+	scheds, err := cfg.schedules()
+	if err != nil {
+		return err
+	}
+	if len(scheds) > 0 {
+		for i := range scheds {
+			// Written into the definition, so that the stored one, which
+			// operators trigger by hand, says what runs.
+			if scheds[i].Job.MaxAttempts == 0 && cfg.DefaultMaxAttempts > 0 {
+				scheds[i].Job.MaxAttempts = cfg.DefaultMaxAttempts
+			}
+		}
+		sc := schedule.Config{Schedules: scheds, Limits: cfg.Limits, Logger: cfg.Logger}
+		if c.sql != nil {
+			// One leader per set of schedules: a process defining another
+			// set (another service, a new release mid-deploy) fires its own.
+			sc.Leader = sqlserver.NewLeader(c.sql, "schedules:"+schedule.SetID(scheds))
+		}
+		if cfg.Telemetry != nil {
+			sc = cfg.Telemetry.InstrumentSchedules(sc)
+		}
+		if c.scheduler, err = schedule.New(c.store, sc); err != nil {
+			return fmt.Errorf("chokaq: %w", err)
+		}
+	}
+	if cfg.DisableRetention || (cfg.DisableProcessor && cfg.DisableRescue) {
+		return nil
+	}
+	rc := cfg.Retention
+	if rc.Logger == nil {
+		rc.Logger = cfg.Logger
+	}
+	if c.sql != nil {
+		rc.Leader = sqlserver.NewLeader(c.sql, "retention")
+	}
+	if cfg.Telemetry != nil {
+		rc = cfg.Telemetry.InstrumentRetention(rc)
+	}
+	if c.retainer, err = retention.New(c.store, rc); err != nil {
+		return fmt.Errorf("chokaq: %w", err)
+	}
+	return nil
 }
 
 // depthQueues are the queues whose depth the rescue loop samples: the ones
@@ -226,15 +296,35 @@ func (c *Client) Start(ctx context.Context) error {
 			return fmt.Errorf("chokaq: queue %s: %w", name, err)
 		}
 	}
+	// Each loop started is stopped again if a later one fails to start.
+	var started []func(context.Context) error
+	undo := func(err error) error {
+		for _, stop := range slices.Backward(started) {
+			_ = stop(context.WithoutCancel(ctx))
+		}
+		return err
+	}
 	if c.rescuer != nil {
 		if err := c.rescuer.Start(ctx); err != nil {
 			return err
 		}
+		started = append(started, c.rescuer.Stop)
+	}
+	if c.scheduler != nil {
+		if err := c.scheduler.Start(ctx); err != nil {
+			return undo(fmt.Errorf("chokaq: %w", err))
+		}
+		started = append(started, c.scheduler.Stop)
+	}
+	if c.retainer != nil {
+		if err := c.retainer.Start(ctx); err != nil {
+			return undo(err)
+		}
+		started = append(started, c.retainer.Stop)
 	}
 	if c.proc != nil {
 		if err := c.proc.Start(ctx); err != nil {
-			_ = c.rescuer.Stop(context.WithoutCancel(ctx))
-			return err
+			return undo(err)
 		}
 	}
 	c.state = clientStarted
@@ -256,8 +346,18 @@ func (c *Client) Stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	var stops []func(context.Context) error
+	if c.scheduler != nil {
+		stops = append(stops, c.scheduler.Stop)
+	}
+	if c.retainer != nil {
+		stops = append(stops, c.retainer.Stop)
+	}
 	if c.rescuer != nil {
-		if err := c.rescuer.Stop(ctx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {
+		stops = append(stops, c.rescuer.Stop)
+	}
+	for _, stop := range stops {
+		if err := stop(ctx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {
 			errs = append(errs, err)
 		}
 	}
@@ -272,6 +372,12 @@ func (c *Client) Processor() *processor.Processor { return c.proc }
 
 // Rescuer returns the rescue loop, nil when disabled.
 func (c *Client) Rescuer() *zombie.Rescuer { return c.rescuer }
+
+// Scheduler returns the schedule loop, nil without schedules.
+func (c *Client) Scheduler() *schedule.Scheduler { return c.scheduler }
+
+// Retainer returns the retention loop, nil when disabled.
+func (c *Client) Retainer() *retention.Retainer { return c.retainer }
 
 // Health returns readiness checks over the Client's store, schema, rescue
 // loop and processor, for /healthz and /readyz (see telemetry.Mount). Call

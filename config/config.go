@@ -11,6 +11,8 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/retention"
+	"github.com/chokaq/chokaq-go/schedule"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/zombie"
 )
@@ -44,10 +46,23 @@ type Config struct {
 	Execution Execution
 	Retry     Retry
 	Recovery  Recovery
+	Retention Retention
 
 	// QueueSettings are applied to the named queues' rows at start-up
 	// (QueueUpdates). The key is the queue name as first written in YAML.
 	QueueSettings map[string]QueueSetting
+
+	// Schedules are the recurring jobs of ChokaQ.Schedules, by name as
+	// first written in YAML; Name is filled in.
+	Schedules map[string]schedule.Schedule
+}
+
+// Retention says how long finished jobs are kept (retention.Config);
+// jobs.KeepForever (0 in the file) keeps them. A queue's own
+// ArchiveRetention and DeadLetterRetention win.
+type Retention struct {
+	Archive     time.Duration // archived (succeeded) jobs (7d)
+	DeadLetters time.Duration // dead letters (30d)
 }
 
 // Execution configures the processor's workers.
@@ -104,13 +119,18 @@ type QueueSetting struct {
 	// overrides Execution.DefaultTimeout for the queue; 0 clears the
 	// override.
 	ExecutionTimeout *time.Duration
+	// ArchiveRetention and DeadLetterRetention override Retention for the
+	// queue: jobs.KeepForever (0 in the file) keeps its jobs, 0 ("default"
+	// in the file) clears the override.
+	ArchiveRetention    *time.Duration
+	DeadLetterRetention *time.Duration
 }
 
 // Default returns every default of docs/design.md (Configuration defaults).
 // The values come from the packages that use them (processor, zombie, jobs),
 // so there is one source for each default.
 func Default() *Config {
-	p, r := processor.DefaultConfig(), zombie.DefaultConfig()
+	p, r, ret := processor.DefaultConfig(), zombie.DefaultConfig(), retention.DefaultConfig()
 	return &Config{
 		Schema: schema.DefaultName,
 		Queues: p.Queues,
@@ -140,7 +160,12 @@ func Default() *Config {
 			FetchedJobTimeout:       r.FetchedJobTimeout,
 			ProcessingZombieTimeout: r.ProcessingZombieTimeout,
 		},
+		Retention: Retention{
+			Archive:     ret.Archive,
+			DeadLetters: ret.DeadLetters,
+		},
 		QueueSettings: map[string]QueueSetting{},
+		Schedules:     map[string]schedule.Schedule{},
 	}
 }
 
@@ -210,6 +235,8 @@ func (c *Config) ClientConfig() chokaq.Config {
 		Rescue:             c.RescueConfig(),
 		Queues:             c.QueueUpdates(),
 		DefaultMaxAttempts: c.Retry.MaxAttempts,
+		Retention:          c.RetentionConfig(),
+		RawSchedules:       c.ScheduleList(),
 	}
 	switch {
 	case c.StorageKind() == StorageSQLServer:
@@ -230,6 +257,21 @@ func (c *Config) RescueConfig() zombie.Config {
 	}
 }
 
+// RetentionConfig maps Retention onto retention.Config. Logger, Leader
+// and the hooks are left for the caller.
+func (c *Config) RetentionConfig() retention.Config {
+	return retention.Config{Archive: c.Retention.Archive, DeadLetters: c.Retention.DeadLetters}
+}
+
+// ScheduleList returns Schedules in name order.
+func (c *Config) ScheduleList() []schedule.Schedule {
+	out := make([]schedule.Schedule, 0, len(c.Schedules))
+	for _, name := range slices.Sorted(maps.Keys(c.Schedules)) {
+		out = append(out, c.Schedules[name])
+	}
+	return out
+}
+
 // QueueUpdates returns QueueSettings as store updates, one per queue. The
 // pointers are fresh copies, so changing an update leaves c alone.
 func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
@@ -237,10 +279,12 @@ func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
 	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
 		s := c.QueueSettings[name]
 		out[name] = jobs.QueueUpdate{
-			Paused:           clonePtr(s.Paused),
-			MaxWorkers:       clonePtr(s.MaxWorkers),
-			ZombieTimeout:    clonePtr(s.ZombieTimeout),
-			ExecutionTimeout: clonePtr(s.ExecutionTimeout),
+			Paused:              clonePtr(s.Paused),
+			MaxWorkers:          clonePtr(s.MaxWorkers),
+			ZombieTimeout:       clonePtr(s.ZombieTimeout),
+			ExecutionTimeout:    clonePtr(s.ExecutionTimeout),
+			ArchiveRetention:    clonePtr(s.ArchiveRetention),
+			DeadLetterRetention: clonePtr(s.DeadLetterRetention),
 		}
 	}
 	return out

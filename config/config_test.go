@@ -124,6 +124,11 @@ func TestAppsettingsYAML(t *testing.T) {
 			t.Errorf("appsettings.yaml's QueueSettings example lacks %s", k.name)
 		}
 	}
+	for _, k := range scheduleKeys {
+		if !strings.Contains(string(b), "#     "+k.name+":") {
+			t.Errorf("appsettings.yaml's Schedules example lacks %s", k.name)
+		}
+	}
 }
 
 // yamlCases sets every key from YAML to a value other than its default.
@@ -164,6 +169,14 @@ var yamlCases = []struct {
 	}},
 	{"QueueSettings.Mail.ExecutionTimeoutSeconds", "0", func(c *Config) {
 		c.QueueSettings["Mail"] = QueueSetting{ExecutionTimeout: ptr(time.Duration(0) * time.Second)}
+	}},
+	{"Retention.Archive", "14d", func(c *Config) { c.Retention.Archive = 14 * 24 * time.Hour }},
+	{"Retention.DeadLetters", "0", func(c *Config) { c.Retention.DeadLetters = jobs.KeepForever }},
+	{"QueueSettings.Mail.ArchiveRetention", "1d12h", func(c *Config) {
+		c.QueueSettings["Mail"] = QueueSetting{ArchiveRetention: ptr(36 * time.Hour)}
+	}},
+	{"QueueSettings.Mail.DeadLetterRetention", "default", func(c *Config) {
+		c.QueueSettings["Mail"] = QueueSetting{DeadLetterRetention: ptr(time.Duration(0))}
 	}},
 	{"FetchedJobTimeoutSeconds", "300", func(c *Config) { c.Recovery.FetchedJobTimeout = 5 * time.Minute }},
 	{"ZombieTimeoutSeconds", "1200", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 20 * time.Minute }},

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"time"
+
+	"github.com/chokaq/chokaq-go/schedule"
 )
 
 // root is the section every key lives under.
@@ -27,6 +29,14 @@ const (
 	kindWholeSeconds
 	// kindQueues is a list of queue names, or one comma-separated string.
 	kindQueues
+	// kindRetention is a kindDuration, or 0 for jobs.KeepForever.
+	kindRetention
+	// kindQueueRetention is a kindRetention, or "default" for the global
+	// retention (a stored override cleared).
+	kindQueueRetention
+	// kindJSON is JSON: a YAML mapping, list or scalar (encoded), or a
+	// string holding JSON.
+	kindJSON
 )
 
 // keyDef is one key of the ChokaQ section.
@@ -71,6 +81,9 @@ var keys = []keyDef{
 	{name: "Recovery.FetchedJobTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Recovery.FetchedJobTimeout = v.(time.Duration) }},
 	{name: "Recovery.ProcessingZombieTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Recovery.ProcessingZombieTimeout = v.(time.Duration) }},
 
+	{name: "Retention.Archive", kind: kindRetention, set: func(c *Config, v any) { c.Retention.Archive = v.(time.Duration) }},
+	{name: "Retention.DeadLetters", kind: kindRetention, set: func(c *Config, v any) { c.Retention.DeadLetters = v.(time.Duration) }},
+
 	// Legacy keys of the .NET ChokaQ, at the section root.
 	{name: "FetchedJobTimeoutSeconds", kind: kindSeconds, alias: "Recovery.FetchedJobTimeout"},
 	{name: "ZombieTimeoutSeconds", kind: kindSeconds, alias: "Recovery.ProcessingZombieTimeout"},
@@ -94,12 +107,48 @@ var queueKeys = []queueKeyDef{
 	{name: "MaxWorkers", kind: kindInt, set: func(s *QueueSetting, v any) { n := v.(int); s.MaxWorkers = &n }},
 	{name: "ZombieTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { s.ZombieTimeout = seconds(v.(int)) }},
 	{name: "ExecutionTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { s.ExecutionTimeout = seconds(v.(int)) }},
+	{name: "ArchiveRetention", kind: kindQueueRetention, set: func(s *QueueSetting, v any) { d := v.(time.Duration); s.ArchiveRetention = &d }},
+	{name: "DeadLetterRetention", kind: kindQueueRetention, set: func(s *QueueSetting, v any) { d := v.(time.Duration); s.DeadLetterRetention = &d }},
+}
+
+// scheduleSection holds the schedules: Schedules.<name>.<key>.
+const scheduleSection = "Schedules"
+
+// scheduleKeyDef is one key of a schedule's definition. Its name is the
+// schedule.Schedule field it sets (schedule.DefinitionError names it).
+type scheduleKeyDef struct {
+	name string
+	kind kind
+	set  func(s *schedule.Schedule, v any)
+}
+
+// scheduleKeys is every key of a schedule. It is read-only.
+var scheduleKeys = []scheduleKeyDef{
+	{name: "Cron", kind: kindString, set: func(s *schedule.Schedule, v any) { s.Cron = v.(string) }},
+	{name: "TimeZone", kind: kindString, set: func(s *schedule.Schedule, v any) { s.TimeZone = v.(string) }},
+	{name: "Type", kind: kindString, set: func(s *schedule.Schedule, v any) { s.Job.Type = v.(string) }},
+	{name: "Queue", kind: kindString, set: func(s *schedule.Schedule, v any) { s.Job.Queue = v.(string) }},
+	{name: "Payload", kind: kindJSON, set: func(s *schedule.Schedule, v any) { s.Job.Payload = v.([]byte) }},
+	{name: "Priority", kind: kindInt, set: func(s *schedule.Schedule, v any) { s.Job.Priority = v.(int) }},
+	{name: "MaxAttempts", kind: kindInt, set: func(s *schedule.Schedule, v any) { s.Job.MaxAttempts = v.(int) }},
+	{name: "MissedFire", kind: kindString, set: func(s *schedule.Schedule, v any) { s.MissedFire = schedule.MissedFire(strings.ToLower(v.(string))) }},
+	{name: "CatchUpLimit", kind: kindInt, set: func(s *schedule.Schedule, v any) { s.CatchUpLimit = v.(int) }},
+	{name: "Paused", kind: kindBool, set: func(s *schedule.Schedule, v any) { s.Paused = v.(bool) }},
+}
+
+func findScheduleKey(name string) *scheduleKeyDef {
+	for i := range scheduleKeys {
+		if strings.EqualFold(scheduleKeys[i].name, name) {
+			return &scheduleKeys[i]
+		}
+	}
+	return nil
 }
 
 func seconds(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
 
 // sections are the keys that hold other keys.
-var sections = []string{"Execution", "Retry", "Recovery", queueSection}
+var sections = []string{"Execution", "Retry", "Recovery", "Retention", queueSection, scheduleSection}
 
 func findKey(name string) *keyDef {
 	for i := range keys {
@@ -119,11 +168,14 @@ func findQueueKey(name string) *queueKeyDef {
 	return nil
 }
 
-// target is what a key path names: a key, or one setting of one queue.
+// target is what a key path names: a key, one setting of one queue, or
+// one key of one schedule.
 type target struct {
-	key   *keyDef
-	qkey  *queueKeyDef
-	queue string // as written; queue settings only
+	key      *keyDef
+	qkey     *queueKeyDef
+	queue    string // as written; queue settings only
+	skey     *scheduleKeyDef
+	schedule string // as written; schedule keys only
 }
 
 // match finds the key that path (relative to the ChokaQ section, segments
@@ -144,6 +196,19 @@ func match(path []string, joinQueue string) (target, string) {
 		last := path[len(path)-1]
 		if q := findQueueKey(last); q != nil {
 			return target{qkey: q, queue: strings.Join(path[1:len(path)-1], joinQueue)}, ""
+		}
+		return target{}, unknownRule(path)
+	}
+	if strings.EqualFold(path[0], scheduleSection) {
+		switch len(path) {
+		case 1:
+			return target{}, "must be a section of schedules, each a section of keys (e.g. ChokaQ.Schedules.nightly.Cron)"
+		case 2:
+			return target{}, "must be a section of keys (Cron, TimeZone, Type, Queue, Payload, Priority, MaxAttempts, MissedFire, CatchUpLimit, Paused)"
+		}
+		last := path[len(path)-1]
+		if k := findScheduleKey(last); k != nil {
+			return target{skey: k, schedule: strings.Join(path[1:len(path)-1], joinQueue)}, ""
 		}
 		return target{}, unknownRule(path)
 	}
@@ -186,6 +251,9 @@ func suggest(path []string) string {
 		q := strings.Join(path[1:len(path)-1], ".")
 		for _, k := range queueKeys {
 			candidates = append(candidates, queueSection+"."+q+"."+k.name)
+		}
+		for _, k := range scheduleKeys {
+			candidates = append(candidates, scheduleSection+"."+q+"."+k.name)
 		}
 	}
 	best, bestDist := "", -1

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -81,9 +82,10 @@ func (s setting) fail(rule string) error {
 // entry is one key's parsed value and where it came from.
 type entry struct {
 	target
-	queue  string // the queue's spelling, for queue settings
-	value  any
-	origin origin
+	queue    string // the queue's spelling, for queue settings
+	schedule string // the schedule's spelling, for schedule keys
+	value    any
+	origin   origin
 }
 
 // Load reads, merges and validates the configuration. Every error about a
@@ -135,7 +137,7 @@ func Load(opts Options) (*Config, error) {
 	}
 	layers = append(layers, envSettings(env), overrideSettings(opts.Overrides))
 
-	l := loader{entries: map[string]entry{}, queues: map[string]string{}}
+	l := loader{entries: map[string]entry{}, queues: map[string]string{}, schedules: map[string]string{}}
 	l.learnQueues(layers)
 	for i, layer := range layers {
 		// Overrides come from one map; two keys that differ only in case
@@ -212,8 +214,18 @@ func readFile(path string, required bool) ([]setting, error) {
 		return nil, err
 	}
 
-	var out []setting
+	// A schedule's Payload written as a mapping or a list is one value,
+	// JSON, taken from the YAML tree: viper would split it into keys, and
+	// lowercase them.
+	out := payloadSettings(&doc, path)
+	whole := map[string]bool{}
+	for _, s := range out {
+		whole[strings.ToLower(root+keySep+strings.Join(s.path, keySep))] = true
+	}
 	for _, k := range slices.Sorted(slices.Values(v.AllKeys())) {
+		if under(k, whole) {
+			continue
+		}
 		raw := v.Get(k)
 		if raw == nil {
 			continue // an empty key or section, like .NET's: not set
@@ -229,6 +241,77 @@ func readFile(path string, required bool) ([]setting, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// payloadSettings finds the schedules' Payload values that are mappings or
+// lists in a file's YAML tree and returns each as one setting holding its
+// JSON, keys as written.
+func payloadSettings(doc *yaml.Node, file string) []setting {
+	var out []setting
+	chokaq := child(doc, root)
+	for name, def := range children(child(chokaq, scheduleSection)) {
+		key, payload := childKey(def, "Payload")
+		for payload != nil && payload.Kind == yaml.AliasNode {
+			payload = payload.Alias
+		}
+		if payload == nil || (payload.Kind != yaml.MappingNode && payload.Kind != yaml.SequenceNode) {
+			continue // a scalar goes through viper like any value
+		}
+		var raw any = struct{}{} // not JSON: parse says so
+		var v any
+		if payload.Decode(&v) == nil {
+			if b, err := json.Marshal(v); err == nil {
+				raw = jsonValue(b)
+			}
+		}
+		out = append(out, setting{path: []string{scheduleSection, name, key}, raw: raw, source: file, joinQueue: keySep})
+	}
+	return out
+}
+
+// under reports whether viper key k is, or lies under, one of prefixes.
+func under(k string, prefixes map[string]bool) bool {
+	for p := range prefixes {
+		if k == p || strings.HasPrefix(k, p+keySep) {
+			return true
+		}
+	}
+	return false
+}
+
+// child is the value of n's key name (matched ignoring case), n a document
+// or a mapping; nil if none.
+func child(n *yaml.Node, name string) *yaml.Node {
+	_, v := childKey(n, name)
+	return v
+}
+
+// childKey is child, with the key as written.
+func childKey(n *yaml.Node, name string) (string, *yaml.Node) {
+	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return "", nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if strings.EqualFold(n.Content[i].Value, name) {
+			return n.Content[i].Value, n.Content[i+1]
+		}
+	}
+	return "", nil
+}
+
+// children are a mapping's values by key as written.
+func children(n *yaml.Node) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		out[n.Content[i].Value] = n.Content[i+1]
+	}
+	return out
 }
 
 // spell records, for every key path in n, its segments as written under
@@ -313,6 +396,9 @@ type loader struct {
 	// queues maps each lowercased queue name to its spelling: the first
 	// YAML QueueSettings spelling, else the first Queues list entry.
 	queues map[string]string
+	// schedules maps each lowercased schedule name to its first YAML
+	// spelling.
+	schedules map[string]string
 }
 
 // learnQueues records the spellings of queue names before any setting is
@@ -325,8 +411,15 @@ func (l *loader) learnQueues(layers [][]setting) {
 	}
 	for _, layer := range layers {
 		for _, s := range layer {
-			if t, rule := match(s.path, s.joinQueue); rule == "" && !s.outside && t.qkey != nil && !s.fromEnv {
+			t, rule := match(s.path, s.joinQueue)
+			if rule != "" || s.outside || s.fromEnv {
+				continue
+			}
+			if t.qkey != nil {
 				remember(t.queue)
+			}
+			if _, ok := l.schedules[strings.ToLower(t.schedule)]; t.skey != nil && !ok {
+				l.schedules[strings.ToLower(t.schedule)] = t.schedule
 			}
 		}
 	}
@@ -361,9 +454,19 @@ func (l *loader) add(layer []setting, unique bool) error {
 		e := entry{target: t}
 		var name string
 		var k kind
-		if t.key != nil {
+		switch {
+		case t.key != nil:
 			name, k = t.key.name, t.key.kind
-		} else {
+		case t.skey != nil:
+			e.schedule = l.schedules[strings.ToLower(t.schedule)]
+			if e.schedule == "" {
+				e.schedule = t.schedule
+				if s.fromEnv {
+					e.schedule = strings.ToLower(t.schedule)
+				}
+			}
+			name, k = scheduleSection+"."+e.schedule+"."+t.skey.name, t.skey.kind
+		default:
 			e.queue = l.queues[strings.ToLower(t.queue)]
 			if e.queue == "" {
 				e.queue = t.queue
@@ -395,11 +498,14 @@ func (l *loader) add(layer []setting, unique bool) error {
 func outsideRule(path []string) string {
 	for _, p := range [][]string{path, path[1:]} {
 		if t, rule := match(p, "."); rule == "" && len(p) > 0 {
-			name := queueSection + "." + t.queue + "."
-			if t.key != nil {
+			var name string
+			switch {
+			case t.key != nil:
 				name = t.key.name
-			} else {
-				name += t.qkey.name
+			case t.skey != nil:
+				name = scheduleSection + "." + t.schedule + "." + t.skey.name
+			default:
+				name = queueSection + "." + t.queue + "." + t.qkey.name
 			}
 			return "unknown key (did you mean " + root + "." + name + "?)"
 		}
@@ -422,6 +528,16 @@ func (l *loader) config(environment string) (*Config, error) {
 		case e.key != nil && e.key.alias == "":
 			e.key.set(c, e.value)
 			origins[e.key.name] = e.origin
+		case e.skey != nil:
+			sc := c.Schedules[e.schedule]
+			sc.Name = e.schedule
+			e.skey.set(&sc, e.value)
+			c.Schedules[e.schedule] = sc
+			section := scheduleSection + "." + e.schedule
+			origins[section+"."+e.skey.name] = e.origin
+			if _, ok := origins[section]; !ok {
+				origins[section] = origin{key: root + "." + section, value: e.schedule, source: e.origin.source}
+			}
 		case e.qkey != nil:
 			qs := c.QueueSettings[e.queue]
 			e.qkey.set(&qs, e.value)

@@ -140,6 +140,10 @@ func TestParseDuration(t *testing.T) {
 		{"00:00:00.0000001", 100 * time.Nanosecond},
 		{"1.00:00:00.25", 24*time.Hour + 250*time.Millisecond},
 		{"-00:00:05", -5 * time.Second},
+		{"7d", 7 * 24 * time.Hour},
+		{"1d12h", 36 * time.Hour},
+		{"0d", 0},
+		{"30d", 30 * 24 * time.Hour},
 	}
 	for _, tt := range valid {
 		if got, ok := parseDuration(tt.in); !ok || got != tt.want {
@@ -147,7 +151,7 @@ func TestParseDuration(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "abc", "90", "1:60:00", "24:00:00", "00:00:60", "00:00:01.12345678", "1.2.03:00:00",
-		"x.01:00:00", "00:01:02:03", "00::00", "00:00:", "123456789.00:00:00", "106751.00:00:00", "1d"} {
+		"x.01:00:00", "00:01:02:03", "00::00", "00:00:", "123456789.00:00:00", "106751.00:00:00", "d", "1.5d", "-1d", "1d-1h", "1d+1h", "106751d", "7 d", "1dd"} {
 		if got, ok := parseDuration(in); ok {
 			t.Errorf("parseDuration(%q) = %v; want a failure", in, got)
 		}

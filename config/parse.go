@@ -1,11 +1,14 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
 )
 
 // Rules for values of the wrong type. Each names the accepted forms, so
@@ -16,7 +19,10 @@ const (
 	ruleBool         = "must be true or false"
 	ruleString       = "must be a single value, not a list or a section"
 	ruleTimestamp    = "is read by YAML as a timestamp; quote it to use it as text"
-	ruleDuration     = "must be a duration such as 90s, 1m30s or 00:01:30"
+	ruleDuration     = "must be a duration such as 90s, 1m30s, 7d or 00:01:30"
+	ruleRetention    = "must be a duration such as 7d, 36h or 7.00:00:00, or 0 to keep forever"
+	ruleQueueRetain  = "must be a duration such as 7d, 36h or 7.00:00:00, 0 to keep forever, or default for Retention's"
+	ruleJSON         = "must be JSON: a YAML mapping or list, or a string holding JSON"
 	rulePlainNumber  = "a plain number has no unit: write a duration such as 90s or 00:01:30 (only keys ending in Seconds read a plain number as seconds)"
 	ruleSeconds      = "must be a number of seconds or a duration such as 90s or 00:01:30"
 	ruleWholeSeconds = "must be whole seconds, such as 90, 90s or 00:01:30"
@@ -104,6 +110,44 @@ func parse(k kind, raw any) (any, string) {
 		return int(d / time.Second), ""
 	case kindQueues:
 		return parseQueues(raw)
+	case kindQueueRetention:
+		if s, ok := raw.(string); ok && strings.EqualFold(strings.TrimSpace(s), "default") {
+			return time.Duration(0), "" // the override cleared
+		}
+		if d, rule := parse(kindRetention, raw); rule == "" {
+			return d, ""
+		}
+		return nil, ruleQueueRetain
+	case kindRetention:
+		if n, ok := toInt(raw); ok && n == 0 {
+			return jobs.KeepForever, ""
+		}
+		s, ok := raw.(string)
+		if !ok {
+			return nil, ruleRetention
+		}
+		d, ok := parseDuration(s)
+		switch {
+		case !ok || d < 0:
+			return nil, ruleRetention
+		case d == 0:
+			return jobs.KeepForever, ""
+		}
+		return d, ""
+	case kindJSON:
+		switch v := raw.(type) {
+		case jsonValue:
+			return []byte(v), ""
+		case string:
+			if json.Valid([]byte(v)) {
+				return []byte(strings.TrimSpace(v)), ""
+			}
+			return nil, ruleJSON
+		case int, int64, uint64, float64, bool:
+			b, _ := json.Marshal(v)
+			return b, ""
+		}
+		return nil, ruleJSON
 	}
 	panic(fmt.Sprintf("config: unknown kind %d", k))
 }
@@ -190,9 +234,33 @@ func parseDuration(s string) (time.Duration, bool) {
 	if strings.Contains(s, ":") {
 		return parseTimeSpan(s)
 	}
+	// Go's form has no unit longer than the hour; retentions are days, so
+	// a leading whole number of days is read too: "7d", "1d12h".
+	if n, rest, ok := strings.Cut(s, "d"); ok && n != "" && !strings.ContainsAny(n, ".+-") {
+		days, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || days > 106750 { // time.Duration holds about 106,751 days
+			return 0, false
+		}
+		d := time.Duration(days) * 24 * time.Hour
+		if rest == "" {
+			return d, true
+		}
+		r, err := time.ParseDuration(rest)
+		if err != nil || r < 0 || strings.HasPrefix(rest, "+") {
+			return 0, false
+		}
+		if d+r < d {
+			return 0, false
+		}
+		return d + r, true
+	}
 	d, err := time.ParseDuration(s)
 	return d, err == nil
 }
+
+// jsonValue is a YAML mapping or list read from a file and encoded as
+// JSON (a schedule's Payload).
+type jsonValue []byte
 
 // parseTimeSpan reads .NET's "[-][d.]hh:mm[:ss[.fffffff]]".
 func parseTimeSpan(s string) (time.Duration, bool) {

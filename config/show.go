@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schedule"
 )
 
 // The show* types give String the layout of appsettings.yaml: same key
@@ -17,15 +20,35 @@ type showFile struct {
 }
 
 type showChokaQ struct {
-	ConnectionString string               `yaml:"ConnectionString" json:"ConnectionString"`
-	Schema           string               `yaml:"Schema" json:"Schema"`
-	Storage          string               `yaml:"Storage" json:"Storage"`
-	WorkerID         string               `yaml:"WorkerId" json:"WorkerId"`
-	Queues           []string             `yaml:"Queues" json:"Queues"`
-	Execution        showExecution        `yaml:"Execution" json:"Execution"`
-	Retry            showRetry            `yaml:"Retry" json:"Retry"`
-	Recovery         showRecovery         `yaml:"Recovery" json:"Recovery"`
-	QueueSettings    map[string]showQueue `yaml:"QueueSettings,omitempty" json:"QueueSettings,omitempty"`
+	ConnectionString string                  `yaml:"ConnectionString" json:"ConnectionString"`
+	Schema           string                  `yaml:"Schema" json:"Schema"`
+	Storage          string                  `yaml:"Storage" json:"Storage"`
+	WorkerID         string                  `yaml:"WorkerId" json:"WorkerId"`
+	Queues           []string                `yaml:"Queues" json:"Queues"`
+	Execution        showExecution           `yaml:"Execution" json:"Execution"`
+	Retry            showRetry               `yaml:"Retry" json:"Retry"`
+	Recovery         showRecovery            `yaml:"Recovery" json:"Recovery"`
+	Retention        showRetention           `yaml:"Retention" json:"Retention"`
+	QueueSettings    map[string]showQueue    `yaml:"QueueSettings,omitempty" json:"QueueSettings,omitempty"`
+	Schedules        map[string]showSchedule `yaml:"Schedules,omitempty" json:"Schedules,omitempty"`
+}
+
+type showRetention struct {
+	Archive     string `yaml:"Archive" json:"Archive"`
+	DeadLetters string `yaml:"DeadLetters" json:"DeadLetters"`
+}
+
+type showSchedule struct {
+	Cron         string `yaml:"Cron" json:"Cron"`
+	TimeZone     string `yaml:"TimeZone,omitempty" json:"TimeZone,omitempty"`
+	Type         string `yaml:"Type" json:"Type"`
+	Queue        string `yaml:"Queue" json:"Queue"`
+	Payload      string `yaml:"Payload,omitempty" json:"Payload,omitempty"`
+	Priority     int    `yaml:"Priority,omitempty" json:"Priority,omitempty"`
+	MaxAttempts  int    `yaml:"MaxAttempts,omitempty" json:"MaxAttempts,omitempty"`
+	MissedFire   string `yaml:"MissedFire" json:"MissedFire"`
+	CatchUpLimit int    `yaml:"CatchUpLimit,omitempty" json:"CatchUpLimit,omitempty"`
+	Paused       bool   `yaml:"Paused" json:"Paused"`
 }
 
 type showExecution struct {
@@ -58,10 +81,12 @@ type showRecovery struct {
 }
 
 type showQueue struct {
-	Paused                  *bool `yaml:"Paused,omitempty" json:"Paused,omitempty"`
-	MaxWorkers              *int  `yaml:"MaxWorkers,omitempty" json:"MaxWorkers,omitempty"`
-	ZombieTimeoutSeconds    *int  `yaml:"ZombieTimeoutSeconds,omitempty" json:"ZombieTimeoutSeconds,omitempty"`
-	ExecutionTimeoutSeconds *int  `yaml:"ExecutionTimeoutSeconds,omitempty" json:"ExecutionTimeoutSeconds,omitempty"`
+	Paused                  *bool   `yaml:"Paused,omitempty" json:"Paused,omitempty"`
+	MaxWorkers              *int    `yaml:"MaxWorkers,omitempty" json:"MaxWorkers,omitempty"`
+	ZombieTimeoutSeconds    *int    `yaml:"ZombieTimeoutSeconds,omitempty" json:"ZombieTimeoutSeconds,omitempty"`
+	ExecutionTimeoutSeconds *int    `yaml:"ExecutionTimeoutSeconds,omitempty" json:"ExecutionTimeoutSeconds,omitempty"`
+	ArchiveRetention        *string `yaml:"ArchiveRetention,omitempty" json:"ArchiveRetention,omitempty"`
+	DeadLetterRetention     *string `yaml:"DeadLetterRetention,omitempty" json:"DeadLetterRetention,omitempty"`
 }
 
 // String renders the configuration as appsettings.yaml would hold it, with
@@ -133,15 +158,52 @@ func (c *Config) shown() showFile {
 			FetchedJobTimeout:       d(c.Recovery.FetchedJobTimeout),
 			ProcessingZombieTimeout: d(c.Recovery.ProcessingZombieTimeout),
 		},
+		Retention: showRetention{Archive: retentionText(c.Retention.Archive), DeadLetters: retentionText(c.Retention.DeadLetters)},
 	}}
 	if len(c.QueueSettings) > 0 {
 		f.ChokaQ.QueueSettings = make(map[string]showQueue, len(c.QueueSettings))
 		for name, s := range c.QueueSettings {
 			f.ChokaQ.QueueSettings[name] = showQueue{Paused: s.Paused, MaxWorkers: s.MaxWorkers,
-				ZombieTimeoutSeconds: wholeSeconds(s.ZombieTimeout), ExecutionTimeoutSeconds: wholeSeconds(s.ExecutionTimeout)}
+				ZombieTimeoutSeconds: wholeSeconds(s.ZombieTimeout), ExecutionTimeoutSeconds: wholeSeconds(s.ExecutionTimeout),
+				ArchiveRetention: queueRetentionText(s.ArchiveRetention), DeadLetterRetention: queueRetentionText(s.DeadLetterRetention)}
+		}
+	}
+	if len(c.Schedules) > 0 {
+		f.ChokaQ.Schedules = make(map[string]showSchedule, len(c.Schedules))
+		for name, s := range c.Schedules {
+			n := s.Def() // the definition as stored: defaults filled
+			back, _ := schedule.Decode(name, n.Definition)
+			f.ChokaQ.Schedules[name] = showSchedule{Cron: back.Cron, TimeZone: back.TimeZone, Type: back.Job.Type, Queue: back.Job.Queue,
+				Payload: string(back.Job.Payload), Priority: back.Job.Priority, MaxAttempts: back.Job.MaxAttempts,
+				MissedFire: string(back.MissedFire), CatchUpLimit: back.CatchUpLimit, Paused: back.Paused}
 		}
 	}
 	return f
+}
+
+// retentionText shows a retention as the file writes it: 0 keeps forever,
+// whole days in days.
+func retentionText(d time.Duration) string {
+	switch {
+	case d == jobs.KeepForever:
+		return "0"
+	case d > 0 && d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return shortDuration(d)
+}
+
+// queueRetentionText is retentionText of a queue's override, "default"
+// for a cleared one.
+func queueRetentionText(d *time.Duration) *string {
+	if d == nil {
+		return nil
+	}
+	t := retentionText(*d)
+	if *d == 0 {
+		t = "default"
+	}
+	return &t
 }
 
 // wholeSeconds shows a queue timeout as the file writes it, in seconds.

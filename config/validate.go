@@ -15,6 +15,7 @@ import (
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/schedule"
 	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/zombie"
 )
@@ -110,6 +111,8 @@ var settingKeys = map[string]string{
 	"zombie.ScanInterval":                 "Recovery.ScanInterval",
 	"zombie.FetchedJobTimeout":            "Recovery.FetchedJobTimeout",
 	"zombie.ProcessingZombieTimeout":      "Recovery.ProcessingZombieTimeout",
+	"retention.Archive":                   "Retention.Archive",
+	"retention.DeadLetters":               "Retention.DeadLetters",
 }
 
 // keyOf names a component's setting by this file's key.
@@ -215,12 +218,47 @@ func (c *Config) validate(origins map[string]origin) error {
 		return v.setting(err)
 	}
 
+	if err := c.RetentionConfig().Validate(); err != nil {
+		return v.setting(err)
+	}
+
 	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
 		if err := c.validateQueue(v, name); err != nil {
 			return err
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Schedules)) {
+		if err := c.validateSchedule(v, name); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// validateSchedule applies the schedule's own rules (schedule.Check),
+// reported under its keys; Cron and Type must be written.
+func (c *Config) validateSchedule(v checker, name string) error {
+	id := scheduleSection + "." + name
+	s := c.Schedules[name]
+	switch {
+	case strings.TrimSpace(s.Cron) == "":
+		return v.fail(id+".Cron", s.Cron, "must be set: a cron expression such as 0 2 * * * (five fields), @hourly or @every 10m")
+	case s.Job.Type == "":
+		return v.fail(id+".Type", s.Job.Type, "must be set: the type of the job each tick enqueues")
+	}
+	err := schedule.Check([]schedule.Schedule{s}, jobs.Limits{})
+	de, ok := errors.AsType[*schedule.DefinitionError](err)
+	switch {
+	case err == nil:
+		return nil
+	case !ok:
+		return err
+	case de.Field == "Name":
+		return v.fail(id, name, "schedule name "+de.Rule)
+	case de.Field == "Payload":
+		return v.fail(id+".Payload", string(s.Job.Payload), de.Rule)
+	}
+	return v.fail(id+"."+de.Field, de.Value, de.Rule)
 }
 
 func (c *Config) validateQueue(v checker, name string) error {
@@ -238,6 +276,14 @@ func (c *Config) validateQueue(v checker, name string) error {
 	}
 	if d := s.ExecutionTimeout; d != nil && (*d < 0 || *d > jobs.MaxQueueTimeout) {
 		return v.fail(id+".ExecutionTimeoutSeconds", int(*d/time.Second), "must be between 0 (use Execution.DefaultTimeout) and "+limit)
+	}
+	for _, r := range []struct {
+		key string
+		d   *time.Duration
+	}{{"ArchiveRetention", s.ArchiveRetention}, {"DeadLetterRetention", s.DeadLetterRetention}} {
+		if err := (jobs.QueueUpdate{ArchiveRetention: r.d}).Validate(); err != nil {
+			return v.fail(id+"."+r.key, *r.d, "must be 0 (keep forever), default (Retention's), or whole seconds between 1s and "+shortDuration(jobs.MaxRetention))
+		}
 	}
 	return nil
 }

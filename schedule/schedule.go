@@ -76,7 +76,9 @@ type Job struct {
 	// Payload is JSON, or empty.
 	Payload     json.RawMessage
 	Priority    int
-	MaxAttempts int // 0 is the store's default (3)
+	// MaxAttempts 0 is the store's default (3); the Client writes its own
+	// DefaultMaxAttempts in, so the stored definition says what runs.
+	MaxAttempts int
 }
 
 // DefinitionError is a field of a Schedule that breaks a rule. Field is
@@ -147,7 +149,7 @@ func (s Schedule) Validate(limits jobs.Limits) (Cadence, error) {
 	}
 	// The job's own rules are the enqueue's: check a tick's job now, so a
 	// bad one fails at start-up, not at its first tick.
-	if _, err := s.jobAt(time.Time{}, TickKey(s.Name, time.Unix(0, 0)), 0).Normalize(limits); err != nil {
+	if _, err := s.jobAt(time.Time{}, TickKey(s.Name, time.Unix(0, 0))).Normalize(limits); err != nil {
 		var ve *jobs.ValidationError
 		if errors.As(err, &ve) {
 			return bad(jobField(ve.Field), ve.Value, ve.Rule, nil)
@@ -250,13 +252,8 @@ func TickKey(name string, tick time.Time) string {
 func CreatedBy(name string) string { return "schedule:" + name }
 
 // jobAt is the enqueue of s's job for tick (due at the tick; zero: now),
-// with key as its idempotency key and defaultAttempts filling a
-// MaxAttempts of 0 (0 leaves it to the store).
-func (s Schedule) jobAt(tick time.Time, key string, defaultAttempts int) jobs.EnqueueParams {
-	p := jobs.EnqueueParams{Queue: s.Job.Queue, Type: s.Job.Type, Payload: s.Job.Payload, Priority: s.Job.Priority,
+// with key as its idempotency key.
+func (s Schedule) jobAt(tick time.Time, key string) jobs.EnqueueParams {
+	return jobs.EnqueueParams{Queue: s.Job.Queue, Type: s.Job.Type, Payload: s.Job.Payload, Priority: s.Job.Priority,
 		MaxAttempts: s.Job.MaxAttempts, IdempotencyKey: key, CreatedBy: CreatedBy(s.Name), RunAt: tick}
-	if p.MaxAttempts == 0 {
-		p.MaxAttempts = defaultAttempts
-	}
-	return p
 }

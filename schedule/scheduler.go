@@ -45,9 +45,6 @@ type Config struct {
 	FollowInterval time.Duration
 	// Grace is how late a tick may still fire under Skip (1m).
 	Grace time.Duration
-	// DefaultMaxAttempts fills a job's MaxAttempts of 0, as the Client's
-	// enqueues do (0 leaves it to the store: 3).
-	DefaultMaxAttempts int
 	// Limits bound the jobs' payloads.
 	Limits jobs.Limits
 	Logger *zap.Logger
@@ -293,7 +290,7 @@ func (s *Scheduler) fireDue(ctx context.Context, e entry, st jobs.ScheduleState,
 	next := e.cadence.Next(now)
 	for _, tick := range ticks {
 		r, err := s.store.FireSchedule(ctx, jobs.FireParams{Name: e.s.Name, Hash: e.def.Hash, Tick: tick, Next: next,
-			Job: e.s.jobAt(tick, TickKey(e.s.Name, tick), s.cfg.DefaultMaxAttempts)})
+			Job: e.s.jobAt(tick, TickKey(e.s.Name, tick))})
 		if err != nil {
 			return last, fmt.Errorf("schedule %q: fire %s: %w", e.s.Name, tick.Format(time.RFC3339), err)
 		}

@@ -34,7 +34,7 @@ func Trigger(ctx context.Context, store TriggerStore, name string) (jobs.Enqueue
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	p := s.jobAt(time.Time{}, "", 0)
+	p := s.jobAt(time.Time{}, "")
 	p.Tags = []string{TriggerTag}
 	r, err := store.Enqueue(ctx, p)
 	if err != nil {

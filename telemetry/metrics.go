@@ -34,6 +34,10 @@ const (
 	KeyReason = "reason"
 	KeyStatus = "status"
 	KeyResult = "result"
+	// KeyTable is retention's label: archive or dlq.
+	KeyTable = "table"
+	// KeySchedule is a schedule's name.
+	KeySchedule = "schedule"
 )
 
 // Options configures New.
@@ -56,15 +60,17 @@ type Options struct {
 // It is safe for concurrent use; one Metrics may observe several processors
 // and rescuers.
 type Metrics struct {
-	log      *zap.Logger
-	queues   *labelCap
-	types    *labelCap
-	depthCap int
+	log       *zap.Logger
+	queues    *labelCap
+	types     *labelCap
+	schedules *labelCap
+	depthCap  int
 
 	enqueued, fetched, started, succeeded, failed, retried  metric.Int64Counter
 	deadLettered, leaseLost, heartbeatFailures              metric.Int64Counter
 	cancelled, snoozed                                      metric.Int64Counter
 	rescueRecovered, rescueArchived, rescueDeadline, sweeps metric.Int64Counter
+	retentionDeleted, scheduleFired                         metric.Int64Counter
 	duration, queueLag, detectionLatency                    metric.Float64Histogram
 	bufferedGauge, runningGauge, depthGauge                 metric.Int64ObservableGauge
 	registration                                            metric.Registration
@@ -110,10 +116,11 @@ func New(opts Options) (*Metrics, error) {
 		return nil, fmt.Errorf("telemetry: DepthCap = %d: must be between 1 and %d", opts.DepthCap, jobs.MaxDepthCap)
 	}
 	m := &Metrics{
-		log:      opts.Logger,
-		queues:   newLabelCap(KeyQueue, opts.MaxLabelValues, opts.Logger),
-		types:    newLabelCap(KeyType, opts.MaxLabelValues, opts.Logger),
-		depthCap: opts.DepthCap,
+		log:       opts.Logger,
+		queues:    newLabelCap(KeyQueue, opts.MaxLabelValues, opts.Logger),
+		types:     newLabelCap(KeyType, opts.MaxLabelValues, opts.Logger),
+		schedules: newLabelCap(KeySchedule, opts.MaxLabelValues, opts.Logger),
+		depthCap:  opts.DepthCap,
 	}
 	meter := opts.MeterProvider.Meter(ScopeName)
 	b := builder{meter: meter}
@@ -132,6 +139,8 @@ func New(opts Options) (*Metrics, error) {
 	m.rescueArchived = b.counter("chokaq.rescue.archived", "Processing jobs whose heartbeat expired, moved to the DLQ as Zombie (rescue phase 2).")
 	m.rescueDeadline = b.counter("chokaq.rescue.deadline", "Processing jobs past their deadline, moved to the DLQ as Timeout (rescue phase 3).")
 	m.sweeps = b.counterUnit("chokaq.rescue.sweeps", "{sweep}", "Rescue sweeps this process ran, by result: ok, failed, or skipped (another process leads).")
+	m.retentionDeleted = b.counter("chokaq.retention.deleted", "Archived and dead-lettered jobs the retention loop deleted past their retention, by table and queue.")
+	m.scheduleFired = b.counterUnit("chokaq.schedule.fired", "{tick}", "Schedule ticks this process fired (each enqueued one job).")
 	m.duration = b.histogram("chokaq.jobs.duration", "Handler run time.", durationBuckets)
 	m.queueLag = b.histogram("chokaq.jobs.queue_lag", "Time from a job's due time to its start.", lagBuckets)
 	m.detectionLatency = b.histogram("chokaq.rescue.detection_latency", "Time from a rescued job's last sign of life (heartbeat or deadline) to its rescue.", detectionBuckets)

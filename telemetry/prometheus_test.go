@@ -133,6 +133,7 @@ func recordEveryInstrument(t *testing.T, m *telemetry.Metrics) jobs.Store {
 	}
 	m.SampleDepthsAfterSweep(store, []string{"q"})(zombie.Result{}, nil)
 	m.OnSweep(zombie.Result{}, nil)
+	runMaintenance(t, m)
 	return store
 }
 
