@@ -96,9 +96,9 @@ type Config struct {
 
 // Client runs chokaq-go inside a service.
 type Client struct {
-	cfg     Config
-	store   jobs.Store
-	sql     *sqlserver.Store // nil unless on SQL Server
+	cfg       Config
+	store     jobs.Store
+	sql       *sqlserver.Store // nil unless on SQL Server
 	proc      *processor.Processor
 	rescuer   *zombie.Rescuer
 	scheduler *schedule.Scheduler // nil without schedules

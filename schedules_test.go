@@ -22,7 +22,9 @@ type SummaryArgs struct {
 
 func (SummaryArgs) Kind() string { return "reports.summary" }
 
-func (SummaryArgs) EnqueueOpts() chokaq.EnqueueOpts { return chokaq.EnqueueOpts{Queue: "reports", Priority: 3} }
+func (SummaryArgs) EnqueueOpts() chokaq.EnqueueOpts {
+	return chokaq.EnqueueOpts{Queue: "reports", Priority: 3}
+}
 
 // A typed schedule runs its handler at every tick, with its Args decoded,
 // through the Client's own processor; pause, resume and trigger act on it

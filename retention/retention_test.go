@@ -255,7 +255,9 @@ func TestLeaderAndLogLine(t *testing.T) {
 // failing fails every purge.
 type failing struct{ Store }
 
-func (failing) Purge(context.Context, jobs.PurgeParams) (int, error) { return 0, errors.New("connection reset") }
+func (failing) Purge(context.Context, jobs.PurgeParams) (int, error) {
+	return 0, errors.New("connection reset")
+}
 
 // The loop keeps going through failing sweeps and a panicking hook, and
 // stops cleanly.

@@ -74,8 +74,8 @@ type Job struct {
 	Type  string
 	Queue string // "" is "default"
 	// Payload is JSON, or empty.
-	Payload     json.RawMessage
-	Priority    int
+	Payload  json.RawMessage
+	Priority int
 	// MaxAttempts 0 is the store's default (3); the Client writes its own
 	// DefaultMaxAttempts in, so the stored definition says what runs.
 	MaxAttempts int
