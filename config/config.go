@@ -263,11 +263,17 @@ func (c *Config) RetentionConfig() retention.Config {
 	return retention.Config{Archive: c.Retention.Archive, DeadLetters: c.Retention.DeadLetters}
 }
 
-// ScheduleList returns Schedules in name order.
+// ScheduleList returns Schedules in name order, a MaxAttempts left out
+// filled with Retry.MaxAttempts: the default of every job, and written
+// into the definition so the stored one says what runs.
 func (c *Config) ScheduleList() []schedule.Schedule {
 	out := make([]schedule.Schedule, 0, len(c.Schedules))
 	for _, name := range slices.Sorted(maps.Keys(c.Schedules)) {
-		out = append(out, c.Schedules[name])
+		s := c.Schedules[name]
+		if s.Job.MaxAttempts == 0 {
+			s.Job.MaxAttempts = c.Retry.MaxAttempts
+		}
+		out = append(out, s)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/retention"
 )
 
 // Rules for values of the wrong type. Each names the accepted forms, so
@@ -236,26 +237,7 @@ func parseDuration(s string) (time.Duration, bool) {
 	}
 	// Go's form has no unit longer than the hour; retentions are days, so
 	// a leading whole number of days is read too: "7d", "1d12h".
-	if n, rest, ok := strings.Cut(s, "d"); ok && n != "" && !strings.ContainsAny(n, ".+-") {
-		days, err := strconv.ParseInt(n, 10, 64)
-		if err != nil || days > 106750 { // time.Duration holds about 106,751 days
-			return 0, false
-		}
-		d := time.Duration(days) * 24 * time.Hour
-		if rest == "" {
-			return d, true
-		}
-		r, err := time.ParseDuration(rest)
-		if err != nil || r < 0 || strings.HasPrefix(rest, "+") {
-			return 0, false
-		}
-		if d+r < d {
-			return 0, false
-		}
-		return d + r, true
-	}
-	d, err := time.ParseDuration(s)
-	return d, err == nil
+	return retention.ParseDuration(s)
 }
 
 // jsonValue is a YAML mapping or list read from a file and encoded as

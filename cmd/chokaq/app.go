@@ -167,7 +167,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.log = zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(a.stderr), lvl))
 		return nil
 	}
-	root.AddCommand(a.versionCommand(), a.migrateCommand(), a.enqueueCommand(), a.dlqCommand(), a.jobsCommand(), a.queuesCommand(),
+	root.AddCommand(a.versionCommand(), a.migrateCommand(), a.enqueueCommand(), a.dlqCommand(), a.jobsCommand(), a.queuesCommand(), a.schedulesCommand(),
 		a.statsCommand(), a.rescueCommand(), a.demoCommand(), a.configCommand())
 	root.AddCommand(a.dashboardCommand())
 	root.AddCommand(a.serveMetricsCommand())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -20,7 +21,10 @@ import (
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/retention"
+	"github.com/chokaq/chokaq-go/schedule"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -279,6 +283,9 @@ type dashboardDemo struct {
 // that die mid-job (cut off with faultstore), leaving a zombie and buffered
 // jobs for rescue. Both record into metrics.
 func (a *app) startDashboardDemo(ctx context.Context, store jobs.Store, dash *dashboard.Dashboard, rescue zombie.Config, metrics *telemetry.Metrics) (*dashboardDemo, error) {
+	// The demo's rows are kept ten minutes (dead letters an hour), so a
+	// long-running demo stays small; the application's queues keep theirs.
+	keep, keepDead := 10*time.Minute, time.Hour
 	for q, u := range map[string]jobs.QueueUpdate{
 		dqMail:    {MaxWorkers: intPtr(4)},
 		dqBilling: {ZombieTimeout: secs(30)},
@@ -286,6 +293,7 @@ func (a *app) startDashboardDemo(ctx context.Context, store jobs.Store, dash *da
 		dqImports: {ZombieTimeout: secs(4)},
 		dqReports: {Paused: boolPtr(true)},
 	} {
+		u.ArchiveRetention, u.DeadLetterRetention = &keep, &keepDead
 		if _, err := store.UpdateQueue(ctx, q, u); err != nil {
 			return nil, err
 		}
@@ -322,9 +330,46 @@ func (a *app) startDashboardDemo(ctx context.Context, store jobs.Store, dash *da
 		cancel()
 		return nil, err
 	}
-	if err := worker.Start(runCtx); err != nil {
+	// Two schedules for the Schedules page: one that fires every ten
+	// seconds, one nightly in Berlin's time.
+	sched, err := schedule.New(store, metrics.InstrumentSchedules(schedule.Config{Logger: a.log.Named("schedule"),
+		Schedules: []schedule.Schedule{
+			{Name: "demo-digest", Cron: "@every 10s", Job: schedule.Job{Type: "mail.send", Queue: dqMail, Payload: json.RawMessage(`{"digest":true}`)}},
+			{Name: "demo-nightly-report", Cron: "30 2 * * *", TimeZone: "Europe/Berlin",
+				Job: schedule.Job{Type: "report.build", Queue: dqReports, Payload: json.RawMessage(`{"report":"nightly"}`)}},
+		}}))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	stops := []func(context.Context) error{rescuer.Stop, sched.Stop}
+	if err := sched.Start(runCtx); err != nil {
 		cancel()
 		_ = rescuer.Stop(context.Background())
+		return nil, err
+	}
+	// On its own in-memory store the demo trims every queue with the
+	// configured retention (the demo's queues with their own); on a shared
+	// database, the application's processes do (their Clients run it).
+	if _, memory := store.(*memstore.Store); memory {
+		rc := a.cfg.RetentionConfig()
+		rc.Logger = a.log.Named("retention")
+		r, err := retention.New(store, metrics.InstrumentRetention(rc))
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		if err := r.Start(runCtx); err != nil {
+			cancel()
+			return nil, err
+		}
+		stops = append(stops, r.Stop)
+	}
+	if err := worker.Start(runCtx); err != nil {
+		cancel()
+		for _, stop := range stops {
+			_ = stop(context.Background())
+		}
 		return nil, err
 	}
 	dash.Publish(dashboard.Event{Kind: dashboard.KindInfo, Text: "demo workload started on the demo-* queues: some jobs fail, some hang, some lose their worker"})
@@ -344,7 +389,9 @@ func (a *app) startDashboardDemo(ctx context.Context, store jobs.Store, dash *da
 			stopCtx, stopCancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer stopCancel()
 			_ = worker.Stop(stopCtx)
-			_ = rescuer.Stop(stopCtx)
+			for _, stop := range stops {
+				_ = stop(stopCtx)
+			}
 		})
 	}}, nil
 }
@@ -384,15 +431,13 @@ func demoRegistry(end <-chan struct{}) *processor.Registry {
 	return reg
 }
 
-// demoLoop enqueues a trickle of jobs, kills a worker every so often, and
-// prunes old demo rows so a long-running demo stays small.
+// demoLoop enqueues a trickle of jobs and kills a worker every so often.
+// The demo queues' own retention keeps their rows few.
 func (a *app) demoLoop(ctx context.Context, store jobs.Store, worker *processor.Processor, pcfg processor.Config, wg *sync.WaitGroup) {
 	trickle := time.NewTicker(350 * time.Millisecond)
 	defer trickle.Stop()
 	doom := time.NewTimer(2 * time.Second)
 	defer doom.Stop()
-	prune := time.NewTicker(time.Minute)
-	defer prune.Stop()
 	n := 0
 	for {
 		select {
@@ -411,11 +456,6 @@ func (a *app) demoLoop(ctx context.Context, store jobs.Store, worker *processor.
 				a.doomWorker(ctx, store, pcfg, n)
 			}()
 			doom.Reset(25 * time.Second)
-		case <-prune.C:
-			for _, q := range []string{dqMail, dqBilling, dqMedia, dqImports, dqReports} {
-				_, _ = store.Purge(ctx, jobs.PurgeParams{Table: jobs.TableArchive, Filter: jobs.Filter{Queue: q, OlderThan: 10 * time.Minute}})
-				_, _ = store.Purge(ctx, jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{Queue: q, OlderThan: time.Hour}})
-			}
 		}
 	}
 }

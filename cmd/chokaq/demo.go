@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"sync"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/schedule"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/telemetry/promexporter"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -44,7 +47,22 @@ type demoSummary struct {
 	CancelLatency      time.Duration `json:"cancel_latency_ns"` // from the cancel to the running handler's stop
 	ResurrectedJob     int64         `json:"resurrected_job"`
 	ResurrectedOutcome string        `json:"resurrected_outcome"`
+	Schedule           demoSchedule  `json:"schedule"`
 	Took               time.Duration `json:"took_ns"`
+}
+
+// demoSchedule is what the demo's recurring job did: it fired every 2s,
+// was paused, missed ticks, and was resumed.
+type demoSchedule struct {
+	Name string `json:"name"`
+	// Fired counts the ticks fired; FiredBeforePause of them before the
+	// pause, and Missed ticks passed while it was paused, fired on resume
+	// as one (coalesce).
+	Fired            int64         `json:"fired"`
+	FiredBeforePause int64         `json:"fired_before_pause"`
+	Missed           int           `json:"missed_while_paused"`
+	Paused           time.Duration `json:"paused_ns"`
+	Handled          int64         `json:"handled"`
 }
 
 func (a *app) demoCommand() *cobra.Command {
@@ -265,6 +283,11 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		exportStopped <- time.Now()
 		return context.Cause(ctx)
 	})
+	var pings atomic.Int64
+	reg.MustHandle(demoPingType, func(ctx context.Context, j *processor.Job) error {
+		pings.Add(1)
+		return nil
+	})
 	hcfg := pcfg
 	hcfg.WorkerID = "worker-healthy"
 	healthy, err := processor.New(store, reg, hcfg)
@@ -302,6 +325,11 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		defer cancel()
 		_ = healthy.Stop(stopCtx)
 	}()
+	scheduled, err := a.startDemoSchedule(ctx, store, healthy, metrics.m)
+	if err != nil {
+		return err
+	}
+	defer scheduled.stop()
 	for _, w := range []struct {
 		n int
 		p jobs.EnqueueParams
@@ -402,6 +430,16 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		}
 	}
 	sum.Processed = count(jobs.TableArchive, jobs.Filter{})
+	// The schedule stopped firing after its resume: every fire it counted
+	// is handled below.
+	if sum.Schedule, err = scheduled.wait(ctx); err != nil {
+		return err
+	}
+	for sum.Schedule.Handled = pings.Load(); sum.Schedule.Handled < sum.Schedule.Fired; sum.Schedule.Handled = pings.Load() {
+		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+			return fmt.Errorf("demo: %d of %d scheduled jobs handled: %w", sum.Schedule.Handled, sum.Schedule.Fired, err)
+		}
+	}
 	sum.Retried = healthy.Stats().Retried
 	sum.RecoveredFetched = rescuer.Counters().Recovered
 	sum.Took = time.Since(started).Round(time.Millisecond)
@@ -417,7 +455,119 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		fmt.Fprintf(w, "  cancelled before it ran\tjob %d\n", sum.CancelledPending)
 		fmt.Fprintf(w, "  cancelled while running\tjob %d (stopped %s after the cancel)\n", sum.CancelledRunning, sum.CancelLatency)
 		fmt.Fprintf(w, "  resurrected job %d\t%s\n", sum.ResurrectedJob, sum.ResurrectedOutcome)
+		sc := sum.Schedule
+		fmt.Fprintf(w, "  schedule %s (@every 2s)\tfired %d ticks: %d before its pause, then paused %s (%d ticks missed, fired as one on resume), %d handled\n",
+			sc.Name, sc.Fired, sc.FiredBeforePause, sc.Paused.Round(100*time.Millisecond), sc.Missed, sc.Handled)
 		fmt.Fprintf(w, "  took\t%s\n", sum.Took)
+	})
+}
+
+// The demo's recurring job.
+const (
+	demoScheduleName = "demo-every-2s"
+	demoPingType     = "demo.ping"
+)
+
+// demoScheduleRun is the demo's schedule while it runs: it fires every 2
+// seconds, is paused after two fires for long enough to miss two ticks,
+// and resumed.
+type demoScheduleRun struct {
+	sched    *schedule.Scheduler
+	fired    *atomic.Int64
+	done     chan struct{}
+	sum      demoSchedule
+	err      error
+	stopOnce sync.Once
+}
+
+func (a *app) startDemoSchedule(ctx context.Context, store jobs.Store, worker *processor.Processor, m *telemetry.Metrics) (*demoScheduleRun, error) {
+	var fired atomic.Int64
+	cfg := schedule.Config{
+		Schedules: []schedule.Schedule{{Name: demoScheduleName, Cron: "@every 2s",
+			Job: schedule.Job{Type: demoPingType, Queue: demoFast, MaxAttempts: 1, Payload: json.RawMessage(`{"ping":true}`)}}},
+		Logger: a.log.Named("schedule"),
+		OnFire: func(schedule.Fire) { fired.Add(1); worker.Notify() },
+	}
+	if m != nil {
+		cfg = m.InstrumentSchedules(cfg)
+	}
+	sched, err := schedule.New(store, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := sched.Start(ctx); err != nil {
+		return nil, err
+	}
+	// A demo interrupted while it was paused left it so in a database.
+	if _, err := store.PauseSchedule(ctx, demoScheduleName, false); err != nil {
+		_ = sched.Stop(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	r := &demoScheduleRun{sched: sched, fired: &fired, done: make(chan struct{}), sum: demoSchedule{Name: demoScheduleName}}
+	go func() {
+		defer close(r.done)
+		r.err = r.pauseAndResume(ctx, store, &fired)
+		r.stop() // the story is told: no more fires
+	}()
+	return r, nil
+}
+
+// pauseAndResume waits for two fires, pauses the schedule for 4.5s (two
+// ticks pass), resumes it and waits for the fire the missed ticks coalesce
+// into, and one more.
+func (r *demoScheduleRun) pauseAndResume(ctx context.Context, store jobs.Store, fired *atomic.Int64) error {
+	until := func(n int64) error {
+		for fired.Load() < n {
+			if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+				return fmt.Errorf("demo: the schedule fired %d ticks, waiting for %d: %w", fired.Load(), n, err)
+			}
+		}
+		return nil
+	}
+	if err := until(2); err != nil {
+		return err
+	}
+	st, err := store.PauseSchedule(ctx, demoScheduleName, true)
+	if err != nil {
+		return err
+	}
+	r.sum.FiredBeforePause = fired.Load()
+	pausedAt := time.Now()
+	if err := sleepCtx(ctx, 4500*time.Millisecond); err != nil {
+		return err
+	}
+	now, err := store.Now(ctx)
+	if err != nil {
+		return err
+	}
+	every, _ := schedule.Parse("@every 2s", "")
+	for t := every.Next(st.LastFiredTick); !t.After(now); t = every.Next(t) {
+		r.sum.Missed++
+	}
+	if _, err := store.PauseSchedule(ctx, demoScheduleName, false); err != nil {
+		return err
+	}
+	r.sum.Paused = time.Since(pausedAt)
+	return until(r.sum.FiredBeforePause + 2)
+}
+
+// wait returns the schedule's summary once its pause and resume are done.
+func (r *demoScheduleRun) wait(ctx context.Context) (demoSchedule, error) {
+	select {
+	case <-r.done:
+		return r.sum, r.err
+	case <-ctx.Done():
+		return r.sum, fmt.Errorf("demo: the schedule's pause and resume did not finish: %w", ctx.Err())
+	}
+}
+
+// stop ends the fires, once, and counts them.
+func (r *demoScheduleRun) stop() {
+	r.stopOnce.Do(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = r.sched.Stop(stopCtx)
+		r.sum.Fired = r.fired.Load()
 	})
 }
 

@@ -181,6 +181,7 @@ func TestDemoFinishesWithItsSummary(t *testing.T) {
 		"worker-doomed died while running job", "Summary", "processed (archived)", "retried",
 		"recovered from Fetched\t", "dead-lettered as Zombie", "dead-lettered as Timeout", "succeeded on attempt 1",
 		"cancelled before it ran", "cancelled while running",
+		"schedule demo-every-2s (@every 2s)", "2 before its pause", "(2 ticks missed, fired as one on resume)",
 	} {
 		if !strings.Contains(strings.ReplaceAll(r.stdout, "  ", "\t"), strings.TrimSuffix(want, "\t")) {
 			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
@@ -214,7 +215,9 @@ func TestDemoJSONSummary(t *testing.T) {
 	}
 	if sum.DeadZombie != 1 || sum.DeadTimeout != 1 || sum.RecoveredFetched != 2 || sum.Retried < 10 ||
 		sum.Processed != int64(sum.Enqueued)-3 || sum.ResurrectedOutcome != "succeeded on attempt 1" ||
-		sum.CancelledPending == 0 || sum.CancelledRunning == 0 || sum.CancelLatency <= 0 || sum.CancelLatency > 2*time.Second {
+		sum.CancelledPending == 0 || sum.CancelledRunning == 0 || sum.CancelLatency <= 0 || sum.CancelLatency > 2*time.Second ||
+		sum.Schedule.FiredBeforePause != 2 || sum.Schedule.Missed != 2 || sum.Schedule.Fired != 4 || sum.Schedule.Handled != 4 ||
+		sum.Schedule.Paused < 4500*time.Millisecond {
 		t.Fatalf("summary %+v", sum)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/retention"
 )
 
 func (a *app) queuesCommand() *cobra.Command {
@@ -35,7 +36,7 @@ func (a *app) queuesCommand() *cobra.Command {
 		}
 	}
 	paused, resumed := true, false
-	set := update("set QUEUE [flags]", "Set MaxWorkers, zombie timeout and execution timeout (0 clears a setting)",
+	set := update("set QUEUE [flags]", "Set MaxWorkers, timeouts (0 clears one) and retentions (default clears one)",
 		func(cmd *cobra.Command) (jobs.QueueUpdate, error) {
 			var u jobs.QueueUpdate
 			f := cmd.Flags()
@@ -56,14 +57,30 @@ func (a *app) queuesCommand() *cobra.Command {
 				}
 				*d.into = &v
 			}
+			for _, r := range []struct {
+				flag string
+				into **time.Duration
+			}{{"archive-retention", &u.ArchiveRetention}, {"dead-letter-retention", &u.DeadLetterRetention}} {
+				if !f.Changed(r.flag) {
+					continue
+				}
+				text, _ := f.GetString(r.flag)
+				v, err := retention.ParseQueueSetting(text)
+				if err != nil {
+					return u, usage("--%s %q: want a duration such as 7d or 36h, 0 or forever to keep, or default", r.flag, text)
+				}
+				*r.into = &v
+			}
 			if u == (jobs.QueueUpdate{}) {
-				return u, usage("nothing to set: give --max-workers, --zombie-timeout or --execution-timeout")
+				return u, usage("nothing to set: give --max-workers, --zombie-timeout, --execution-timeout, --archive-retention or --dead-letter-retention")
 			}
 			return u, nil
 		})
 	set.Flags().Int("max-workers", 0, "fleet-wide cap on Fetched plus Processing jobs (0: unlimited)")
 	set.Flags().Duration("zombie-timeout", 0, "heartbeat silence before rescue dead-letters a job (0: global)")
 	set.Flags().Duration("execution-timeout", 0, "hard deadline of one execution (0: the processor default)")
+	set.Flags().String("archive-retention", "", "how long the queue's succeeded jobs are kept: 7d, 36h, forever, or default (Retention.Archive)")
+	set.Flags().String("dead-letter-retention", "", "how long the queue's dead letters are kept: 30d, forever, or default (Retention.DeadLetters)")
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List queue control rows",
@@ -95,10 +112,11 @@ func (a *app) queuesCommand() *cobra.Command {
 }
 
 func writeQueues(w *tabwriter.Writer, qs []jobs.QueueSettings) {
-	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT")
+	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT\tARCHIVE RETENTION\tDEAD-LETTER RETENTION")
 	for _, q := range qs {
-		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
-			durationOr(q.ZombieTimeout, "global"), durationOr(q.ExecutionTimeout, "default"))
+		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\t%s\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
+			durationOr(q.ZombieTimeout, "global"), durationOr(q.ExecutionTimeout, "default"),
+			retention.Text(q.ArchiveRetention), retention.Text(q.DeadLetterRetention))
 	}
 }
 
