@@ -127,9 +127,14 @@ func (s Schedule) Validate(limits jobs.Limits) (Cadence, error) {
 		errors.As(err, &ve)
 		return bad("Name", s.Name, ve.Rule, nil)
 	}
+	if strings.TrimSpace(s.Cron) == "" {
+		return bad("Cron", s.Cron, "must be set: five fields (minute hour day-of-month month day-of-week) or a descriptor such as @hourly", ErrBadCron)
+	}
 	c, err := Parse(s.Cron, "")
 	if err != nil {
-		return bad("Cron", s.Cron, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrBadCron.Error()), ": "), ErrBadCron)
+		// Parse's message names the expression, which the error names too.
+		rule := strings.TrimPrefix(err.Error(), fmt.Sprintf("%s %q: ", ErrBadCron.Error(), strings.TrimSpace(s.Cron)))
+		return bad("Cron", s.Cron, rule, ErrBadCron)
 	}
 	if s.TimeZone != "" {
 		if c, err = Parse(s.Cron, s.TimeZone); err != nil {
