@@ -15,6 +15,7 @@ import (
 
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/retention"
+	"github.com/chokaq/chokaq-go/schedule"
 )
 
 // Options configures a Dashboard. The zero value serves a read-write
@@ -121,6 +122,9 @@ type Dashboard struct {
 	// global is Options.Retention with its defaults filled; nil when not
 	// given.
 	global *retention.Config
+	// trigger is the store when it can also enqueue (a jobs.Enqueuer, as
+	// a whole jobs.Store is): Trigger needs it. Nil hides Trigger.
+	trigger schedule.TriggerStore
 }
 
 var _ http.Handler = (*Dashboard)(nil)
@@ -192,6 +196,7 @@ func New(store jobs.Admin, opts Options) (*Dashboard, error) {
 	d := &Dashboard{store: store, opts: opts, base: base, log: opts.Logger, pages: pages, secret: secret,
 		hosts: hosts, anyHost: anyHost, sessions: newSessions(), failures: newLimiter(), proxyHeader: header, proxies: proxies,
 		now: time.Now, bodyTimeout: formReadTimeout, global: global}
+	d.trigger, _ = store.(schedule.TriggerStore)
 	d.hub = newHub(opts.ConsoleHistory, opts.MaxStreams, d.poll)
 	d.handler = d.routes()
 	return d, nil
@@ -295,6 +300,13 @@ func (d *Dashboard) routes() http.Handler {
 		mux.Handle("POST "+p+"/pause", d.action(smallForm, d.pauseQueue(true)))
 		mux.Handle("POST "+p+"/resume", d.action(smallForm, d.pauseQueue(false)))
 		mux.Handle("POST "+p+"/settings", d.action(smallForm, d.queueSettings))
+	}
+	// Schedules likewise, by name or in the "schedule" field.
+	mux.HandleFunc("GET /schedules", d.schedulesPage)
+	for _, p := range []string{"/schedules/{name}", "/schedules"} {
+		mux.Handle("POST "+p+"/pause", d.action(smallForm, d.pauseSchedule(true)))
+		mux.Handle("POST "+p+"/resume", d.action(smallForm, d.pauseSchedule(false)))
+		mux.Handle("POST "+p+"/trigger", d.action(smallForm, d.triggerSchedule))
 	}
 	mux.Handle("POST /active/cancel", d.action(maxActionBytes, d.cancel))
 	mux.Handle("POST /dead/resurrect", d.action(maxActionBytes, d.resurrect))
