@@ -399,8 +399,9 @@ func (d *Dashboard) pauseQueue(paused bool) http.HandlerFunc {
 	}
 }
 
-// queueSettings sets MaxWorkers and the two timeouts. An empty field
-// clears the setting (0: unlimited, or the global timeout).
+// queueSettings sets MaxWorkers, the two timeouts and the two retentions.
+// An empty field clears the setting (0: unlimited, the global timeout, or
+// the global retention); see parseRetention for the retentions' "0".
 func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 	name := queueName(r)
 	if err := jobs.ValidateQueueName(name); err != nil {
@@ -425,13 +426,32 @@ func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 		}
 		*t.into = &v
 	}
+	for _, t := range []struct {
+		field string
+		into  **time.Duration
+	}{{"archive_retention", &u.ArchiveRetention}, {"dead_letter_retention", &u.DeadLetterRetention}} {
+		// A form without the field (a script's, or one from before
+		// retention was editable) leaves the retention as it is, rather
+		// than clearing it unseen.
+		raw, sent := r.PostForm[t.field]
+		if !sent {
+			continue
+		}
+		v, err := parseRetention(retentionFields[t.field], raw[0])
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		*t.into = &v
+	}
 	if err := u.Validate(); err != nil {
-		d.failErr(w, r, err)
+		d.failErr(w, r, explainRetention(err, r.PostForm))
 		return
 	}
 	s, err := d.store.UpdateQueue(r.Context(), name, u)
-	text := fmt.Sprintf("set queue %s: max workers %s, zombie timeout %s, execution timeout %s", name,
-		maxWorkersText(s.MaxWorkers), fmtTimeout(s.ZombieTimeout), fmtTimeout(s.ExecutionTimeout))
+	text := fmt.Sprintf("set queue %s: max workers %s, zombie timeout %s, execution timeout %s, archive kept %s, dead letters kept %s", name,
+		maxWorkersText(s.MaxWorkers), fmtTimeout(s.ZombieTimeout), fmtTimeout(s.ExecutionTimeout),
+		fmtRetention(s.ArchiveRetention), fmtRetention(s.DeadLetterRetention))
 	if shown := d.record(r, "set", text, 1, err); err != nil {
 		d.failAction(w, r, err, "", shown)
 		return

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schedule"
 )
 
 // wantRedirect checks a 303 to path and returns the flash shown there.
@@ -306,11 +307,15 @@ func TestActionsRefuseBadInput(t *testing.T) {
 }
 
 // actionRoutes are every POST route that changes something.
-var actionRoutes = []string{"/active/cancel", "/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings"}
+var actionRoutes = []string{"/active/cancel", "/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings",
+	"/queues/pause", "/queues/resume", "/queues/settings",
+	"/schedules/s/pause", "/schedules/s/resume", "/schedules/s/trigger", "/schedules/pause", "/schedules/resume", "/schedules/trigger"}
 
 func TestActionsNeedTheCSRFToken(t *testing.T) {
 	f := newFixture(t, Options{})
 	id := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
+	must(t, f.store.SyncSchedules(context.Background(), []jobs.ScheduleDef{schedule.Schedule{Name: "s", Cron: "@hourly", Job: schedule.Job{Type: "t"}}.Def()}))
+	synced, _ := f.store.Schedules(context.Background())
 	good := f.csrf()
 	other := newFixture(t, Options{CSRFSecret: []byte("another secret")})
 	foreign := other.csrf() // a valid token for another session and key
@@ -351,6 +356,10 @@ func TestActionsNeedTheCSRFToken(t *testing.T) {
 	if qs, _ := f.store.Queues(context.Background()); len(qs) != 0 {
 		t.Fatalf("a forged request changed queues: %+v", qs)
 	}
+	// A pause then a resume would leave it unpaused, but not unchanged.
+	if st, _ := f.store.Schedules(context.Background()); !st[0].UpdatedAt.Equal(synced[0].UpdatedAt) || st[0].Paused || f.count(jobs.TableHot, jobs.Filter{}) != 0 {
+		t.Fatalf("a forged request paused or triggered a schedule: %+v", st)
+	}
 	// The header form of the token works for scripts that keep the cookie.
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/queues/q/pause", nil)
 	req.Header.Set(csrfHeader, good)
@@ -380,10 +389,14 @@ func TestReadOnlyHidesAndRefusesEveryAction(t *testing.T) {
 	f := newFixture(t, Options{ReadOnly: true})
 	dead := f.deadLetter("q", "t", `{}`, jobs.ReasonFatal, "x")
 	archived := f.archive("q", "t", `{}`)
-	for _, path := range []string{"/", "/queues", "/active", "/dead", "/archive", fmt.Sprintf("/job/%d", dead), fmt.Sprintf("/job/%d", archived)} {
+	must(t, f.store.SyncSchedules(context.Background(), []jobs.ScheduleDef{
+		schedule.Schedule{Name: "s", Cron: "@hourly", Job: schedule.Job{Type: "t"}}.Def(),
+		schedule.Schedule{Name: "p", Cron: "@hourly", Job: schedule.Job{Type: "t"}, Paused: true}.Def(),
+	}))
+	for _, path := range []string{"/", "/queues", "/schedules", "/active", "/dead", "/archive", fmt.Sprintf("/job/%d", dead), fmt.Sprintf("/job/%d", archived)} {
 		r := f.get(path)
 		wantStatus(t, r, http.StatusOK, "read-only")
-		for _, s := range []string{`method="post"`, "Resurrect", "Purge", "Pause", `name="ids"`} {
+		for _, s := range []string{`method="post"`, "Resurrect", "Purge", "Pause", "Resume", "Trigger", `name="ids"`} {
 			if strings.Contains(r.body, s) {
 				t.Fatalf("%s shows %q in read-only mode", path, s)
 			}
@@ -394,6 +407,16 @@ func TestReadOnlyHidesAndRefusesEveryAction(t *testing.T) {
 	}
 	if f.table(dead) != jobs.TableDLQ || f.table(archived) != jobs.TableArchive {
 		t.Fatal("read-only dashboard moved a job")
+	}
+	for _, name := range []string{"s", "p"} {
+		for _, action := range []string{"pause", "resume", "trigger"} {
+			wantStatus(t, f.postRaw("/schedules/"+name+"/"+action, urlValues("csrf", "whatever")), http.StatusForbidden, "read-only")
+		}
+	}
+	states, err := f.store.Schedules(context.Background())
+	must(t, err)
+	if !states[0].Paused || states[1].Paused || f.count(jobs.TableHot, jobs.Filter{}) != 0 {
+		t.Fatalf("read-only dashboard changed schedules or enqueued: %+v", states)
 	}
 }
 

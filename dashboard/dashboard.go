@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/retention"
+	"github.com/chokaq/chokaq-go/schedule"
 )
 
 // Options configures a Dashboard. The zero value serves a read-write
@@ -75,6 +77,14 @@ type Options struct {
 	// of the proxies whose TrustedProxyHeader is believed. Both or neither
 	// must be set.
 	TrustedProxies []string
+	// Retention is the retention loop's configuration (chokaq.Config's
+	// Retention, or Client.Retainer().Config()), so that the Queues page
+	// can show what a queue without a retention of its own keeps: "default
+	// (7d)". Zero fields are the loop's defaults. Nil: the dashboard does
+	// not know, and such a queue shows "default (global)". Leave it nil in
+	// a process that runs no retention loop, so the page does not claim a
+	// value that another process configures.
+	Retention *retention.Config
 }
 
 // DefaultPollInterval is the refresh period when Options.PollInterval is zero.
@@ -109,6 +119,12 @@ type Dashboard struct {
 	// bodyTimeout bounds reading a form, so a client that trickles its
 	// body cannot hold a connection (and up to the body limit) for long.
 	bodyTimeout time.Duration
+	// global is Options.Retention with its defaults filled; nil when not
+	// given.
+	global *retention.Config
+	// trigger is the store when it can also enqueue (a jobs.Enqueuer, as
+	// a whole jobs.Store is): Trigger needs it. Nil hides Trigger.
+	trigger schedule.TriggerStore
 }
 
 var _ http.Handler = (*Dashboard)(nil)
@@ -159,13 +175,28 @@ func New(store jobs.Admin, opts Options) (*Dashboard, error) {
 			return nil, fmt.Errorf("dashboard: random CSRF secret: %w", err)
 		}
 	}
+	var global *retention.Config
+	if opts.Retention != nil {
+		if err := opts.Retention.Validate(); err != nil {
+			return nil, fmt.Errorf("dashboard: Retention: %w", err)
+		}
+		g, def := *opts.Retention, retention.DefaultConfig()
+		if g.Archive == 0 {
+			g.Archive = def.Archive
+		}
+		if g.DeadLetters == 0 {
+			g.DeadLetters = def.DeadLetters
+		}
+		global = &g
+	}
 	pages, err := parseTemplates()
 	if err != nil {
 		return nil, err
 	}
 	d := &Dashboard{store: store, opts: opts, base: base, log: opts.Logger, pages: pages, secret: secret,
 		hosts: hosts, anyHost: anyHost, sessions: newSessions(), failures: newLimiter(), proxyHeader: header, proxies: proxies,
-		now: time.Now, bodyTimeout: formReadTimeout}
+		now: time.Now, bodyTimeout: formReadTimeout, global: global}
+	d.trigger, _ = store.(schedule.TriggerStore)
 	d.hub = newHub(opts.ConsoleHistory, opts.MaxStreams, d.poll)
 	d.handler = d.routes()
 	return d, nil
@@ -269,6 +300,13 @@ func (d *Dashboard) routes() http.Handler {
 		mux.Handle("POST "+p+"/pause", d.action(smallForm, d.pauseQueue(true)))
 		mux.Handle("POST "+p+"/resume", d.action(smallForm, d.pauseQueue(false)))
 		mux.Handle("POST "+p+"/settings", d.action(smallForm, d.queueSettings))
+	}
+	// Schedules likewise, by name or in the "schedule" field.
+	mux.HandleFunc("GET /schedules", d.schedulesPage)
+	for _, p := range []string{"/schedules/{name}", "/schedules"} {
+		mux.Handle("POST "+p+"/pause", d.action(smallForm, d.pauseSchedule(true)))
+		mux.Handle("POST "+p+"/resume", d.action(smallForm, d.pauseSchedule(false)))
+		mux.Handle("POST "+p+"/trigger", d.action(smallForm, d.triggerSchedule))
 	}
 	mux.Handle("POST /active/cancel", d.action(maxActionBytes, d.cancel))
 	mux.Handle("POST /dead/resurrect", d.action(maxActionBytes, d.resurrect))

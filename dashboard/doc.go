@@ -19,6 +19,13 @@
 // dashboard finds by polling the store, so they show up even when jobs die
 // in another process.
 //
+// The Schedules page lists the recurring jobs the store records (package
+// schedule): each one's cron and zone, job, missed-fire policy, next fire
+// (overdue or paused) and last fire, on the store's clock, with pause,
+// resume and trigger. The Queues page shows and edits each queue's
+// retention beside its other settings; set Options.Retention to show the
+// global value a queue without its own falls back on.
+//
 // Every action is a POST that carries a CSRF token bound to the login;
 // bulk actions show how many rows they will touch, want that number typed
 // back, and then touch exactly those rows; ReadOnly hides and refuses them

@@ -25,7 +25,7 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &ie), errors.Is(err, jobs.ErrInvalidArgument), errors.Is(err, jobs.ErrEmptyFilter):
 		return http.StatusBadRequest
-	case errors.Is(err, jobs.ErrJobNotFound):
+	case errors.Is(err, jobs.ErrJobNotFound), errors.Is(err, jobs.ErrScheduleNotFound):
 		return http.StatusNotFound
 	}
 	return http.StatusInternalServerError

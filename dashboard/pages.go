@@ -24,6 +24,9 @@ func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
 type queueRow struct {
 	jobs.QueueSettings
 	Counts queueCounts
+	// Archive and DeadLetters are how long the queue's finished jobs are
+	// kept.
+	Archive, DeadLetters keep
 }
 
 func (d *Dashboard) queuesPage(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +58,9 @@ func (d *Dashboard) queuesPage(w http.ResponseWriter, r *http.Request) {
 	slices.Sort(names)
 	out := make([]queueRow, 0, len(names))
 	for _, n := range names {
-		out = append(out, *rows[n])
+		row := rows[n]
+		row.Archive, row.DeadLetters = d.keeps(row.QueueSettings)
+		out = append(out, *row)
 	}
 	d.render(w, r, http.StatusOK, "queues", "Queues", "queues", out)
 }

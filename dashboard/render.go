@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -33,7 +34,7 @@ type pageTemplates struct {
 	sets map[string]*template.Template
 }
 
-var pageNames = []string{"overview", "queues", "active", "dead", "archive", "job", "confirm", "login", "error"}
+var pageNames = []string{"overview", "queues", "schedules", "active", "dead", "archive", "job", "confirm", "login", "error"}
 
 func parseTemplates() (*pageTemplates, error) {
 	pt := &pageTemplates{sets: map[string]*template.Template{}}
@@ -67,6 +68,7 @@ type view struct {
 	Login    bool // logged in with the token form: show "log out"
 	Bare     bool // not authenticated: no navigation, no console
 	Flash    string
+	FlashJob int64 // a job the flash names, linked to its inspector (0: none)
 	Console  []Event
 	LastSeq  uint64
 	Data     any
@@ -79,7 +81,8 @@ const consoleLines = 40
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, name, title, nav string, data any) {
 	id := d.identify(r)
 	v := view{Title: title, Nav: nav, Base: d.base, ReadOnly: d.opts.ReadOnly, Actor: d.actor(r), Data: data,
-		CSRF: d.csrfToken(d.csrfSession(w, r), id.principal), Flash: d.takeFlash(w, r)}
+		CSRF: d.csrfToken(d.csrfSession(w, r), id.principal)}
+	v.Flash, v.FlashJob = d.takeFlash(w, r)
 	if d.opts.Auth.Enabled() {
 		v.Bare = id.principal == ""
 		v.Login = id.session != ""
@@ -139,36 +142,55 @@ const flashCookie = "chokaq_flash"
 // redirectWithFlash sends the browser to the page an action came from, with
 // a note to show there once.
 func (d *Dashboard) redirectWithFlash(w http.ResponseWriter, r *http.Request, to, msg string) {
-	http.SetCookie(w, d.cookie(r, flashCookie, base64.RawURLEncoding.EncodeToString([]byte(msg)), 60))
+	d.redirectWithFlashJob(w, r, to, msg, 0)
+}
+
+// redirectWithFlashJob is redirectWithFlash with a link to job id's
+// inspector after the note. The cookie carries only the ID, after a "."
+// (which base64url never holds): the page builds the link, so a forged
+// cookie cannot put a URL of its own there.
+func (d *Dashboard) redirectWithFlashJob(w http.ResponseWriter, r *http.Request, to, msg string, id int64) {
+	v := base64.RawURLEncoding.EncodeToString([]byte(msg))
+	if id > 0 {
+		v += "." + strconv.FormatInt(id, 10)
+	}
+	http.SetCookie(w, d.cookie(r, flashCookie, v, 60))
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
 
-func (d *Dashboard) takeFlash(w http.ResponseWriter, r *http.Request) string {
+// takeFlash returns the note and the job it links to, once.
+func (d *Dashboard) takeFlash(w http.ResponseWriter, r *http.Request) (string, int64) {
 	c, err := r.Cookie(flashCookie)
 	if err != nil {
-		return ""
+		return "", 0
 	}
 	http.SetCookie(w, d.cookie(r, flashCookie, "", -1))
-	b, err := base64.RawURLEncoding.DecodeString(c.Value)
+	msg, job, _ := strings.Cut(c.Value, ".")
+	b, err := base64.RawURLEncoding.DecodeString(msg)
 	if err != nil || !utf8.Valid(b) {
-		return ""
+		return "", 0
 	}
-	return jobs.Clip(string(b), 300)
+	id, err := strconv.ParseInt(job, 10, 64)
+	if err != nil || id < 0 {
+		id = 0
+	}
+	return jobs.Clip(string(b), 300), id
 }
 
 var templateFuncs = template.FuncMap{
-	"when":      fmtTime,
-	"dur":       fmtDuration,
-	"headline":  jobs.Headline,
-	"payload":   payloadText,
-	"isJSON":    func(b []byte) bool { return len(b) == 0 || json.Valid(b) },
-	"join":      strings.Join,
-	"reasonCls": reasonClass,
-	"statusCls": func(s jobs.Status) string { return "st-" + strings.ToLower(s.String()) },
-	"tableName": tableName,
-	"timeout":   fmtTimeout,
-	"inSeconds": inSeconds,
-	"queueURL":  queueURL,
+	"when":        fmtTime,
+	"dur":         fmtDuration,
+	"headline":    jobs.Headline,
+	"payload":     payloadText,
+	"isJSON":      func(b []byte) bool { return len(b) == 0 || json.Valid(b) },
+	"join":        strings.Join,
+	"reasonCls":   reasonClass,
+	"statusCls":   func(s jobs.Status) string { return "st-" + strings.ToLower(s.String()) },
+	"tableName":   tableName,
+	"timeout":     fmtTimeout,
+	"inSeconds":   inSeconds,
+	"queueURL":    queueURL,
+	"scheduleURL": scheduleURL,
 }
 
 // queueURL is where a queue's form posts action (pause, resume, settings),
