@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/retention"
 )
 
 // Action scopes, the "scope" field of resurrect and purge forms.
@@ -451,7 +452,7 @@ func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 	s, err := d.store.UpdateQueue(r.Context(), name, u)
 	text := fmt.Sprintf("set queue %s: max workers %s, zombie timeout %s, execution timeout %s, archive kept %s, dead letters kept %s", name,
 		maxWorkersText(s.MaxWorkers), fmtTimeout(s.ZombieTimeout), fmtTimeout(s.ExecutionTimeout),
-		fmtRetention(s.ArchiveRetention), fmtRetention(s.DeadLetterRetention))
+		retention.Text(s.ArchiveRetention), retention.Text(s.DeadLetterRetention))
 	if shown := d.record(r, "set", text, 1, err); err != nil {
 		d.failAction(w, r, err, "", shown)
 		return

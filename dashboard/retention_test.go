@@ -161,15 +161,15 @@ func TestQueueRetentionIsEdited(t *testing.T) {
 
 func TestRetentionTextRoundTrips(t *testing.T) {
 	for _, d := range []time.Duration{jobs.KeepForever, time.Second, 90 * time.Second, time.Hour, 36 * time.Hour, day, 7 * day, 30 * day, jobs.MaxRetention} {
-		text := retentionText(d)
+		text := retention.Text(d)
 		back, err := parseRetention("r", text)
 		if err != nil || back != d {
 			t.Errorf("%v shows as %q, which reads back as %v, %v", d, text, back, err)
 		}
 	}
 	for d, want := range map[time.Duration]string{jobs.KeepForever: "forever", 7 * day: "7d", 36 * time.Hour: "36h", 90 * time.Minute: "1h30m", 90 * time.Second: "1m30s"} {
-		if got := retentionText(d); got != want {
-			t.Errorf("retentionText(%v) = %q, want %q", d, got, want)
+		if got := retention.Text(d); got != want {
+			t.Errorf("retention.Text(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

@@ -10,10 +10,11 @@ import (
 )
 
 // ParseQueueSetting reads a queue's retention as an operator types it, on
-// the command line or in a form: a duration in Go's form with whole days
-// allowed ("7d", "36h", "1d12h"), "0" or "forever" (jobs.KeepForever),
-// or "default" or "" (0: the override cleared, the global retention
-// applies). The value's own bounds are jobs.QueueUpdate.Validate's.
+// the command line or in a form, the way appsettings.yaml writes it: a
+// duration in Go's form with whole days allowed ("7d", "36h", "1d12h"),
+// "forever" or any zero duration ("0", "0d") for jobs.KeepForever, or
+// "default" or "" for 0 (the override cleared: the global retention
+// applies). The value's bounds are jobs.QueueUpdate.Validate's.
 func ParseQueueSetting(s string) (time.Duration, error) {
 	switch v := strings.ToLower(strings.TrimSpace(s)); v {
 	case "", "default":
@@ -22,8 +23,11 @@ func ParseQueueSetting(s string) (time.Duration, error) {
 		return jobs.KeepForever, nil
 	default:
 		d, ok := ParseDuration(v)
-		if !ok || d <= 0 {
+		switch {
+		case !ok || d < 0:
 			return 0, &jobs.ValidationError{Field: "retention", Value: s, Rule: "want a duration such as 7d, 36h or 1d12h, 0 or forever to keep, or default"}
+		case d == 0:
+			return jobs.KeepForever, nil
 		}
 		return d, nil
 	}
@@ -54,7 +58,8 @@ func ParseDuration(s string) (time.Duration, bool) {
 }
 
 // Text shows a retention as ParseQueueSetting reads it: "forever", whole
-// days as days ("7d"), else Go's form; "default" for 0.
+// days as days ("7d"), else Go's form without trailing zero units ("36h",
+// "1h30m"); "default" for 0.
 func Text(d time.Duration) string {
 	switch {
 	case d == 0:
@@ -64,5 +69,12 @@ func Text(d time.Duration) string {
 	case d%(24*time.Hour) == 0:
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
-	return d.String()
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
 }

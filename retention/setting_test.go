@@ -11,7 +11,8 @@ import (
 func TestParseQueueSetting(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"7d": 7 * day, "1d12h": 36 * time.Hour, "36h": 36 * time.Hour, "90m": 90 * time.Minute,
-		"0": jobs.KeepForever, "forever": jobs.KeepForever, " Forever ": jobs.KeepForever, "default": 0, "": 0,
+		"0": jobs.KeepForever, "0d": jobs.KeepForever, "0s": jobs.KeepForever, "forever": jobs.KeepForever, " Forever ": jobs.KeepForever,
+		"default": 0, "": 0,
 	} {
 		got, err := ParseQueueSetting(in)
 		if err != nil || got != want {
@@ -23,12 +24,12 @@ func TestParseQueueSetting(t *testing.T) {
 			}
 		}
 	}
-	for _, in := range []string{"soon", "-1d", "1.5d", "d", "0s", "-5m", "1d-1h", "7 d"} {
+	for _, in := range []string{"soon", "-1d", "1.5d", "d", "-5m", "1d-1h", "7 d"} {
 		if got, err := ParseQueueSetting(in); !errors.Is(err, jobs.ErrInvalidArgument) {
 			t.Errorf("ParseQueueSetting(%q) = %v, %v; want an invalid argument", in, got, err)
 		}
 	}
-	if Text(jobs.KeepForever) != "forever" || Text(0) != "default" || Text(7*day) != "7d" || Text(90*time.Minute) != "1h30m0s" {
+	if Text(jobs.KeepForever) != "forever" || Text(0) != "default" || Text(7*day) != "7d" || Text(90*time.Minute) != "1h30m" || Text(36*time.Hour) != "36h" {
 		t.Fatal("Text")
 	}
 }

@@ -143,8 +143,11 @@ func (a *app) runDashboard(ctx context.Context, fl dashboardFlags) error {
 		return err
 	}
 
+	// The Queues page shows what a queue without its own retention keeps:
+	// the file's, which the fleet's Clients read too.
+	global := cfg.RetentionConfig()
 	dash, err := dashboard.New(store, dashboard.Options{ReadOnly: fl.readOnly, Auth: auth, SecureCookies: fl.secureCookies,
-		TrustedProxyHeader: fl.proxyHeader, TrustedProxies: fl.proxies, Logger: a.log.Named("dashboard")})
+		TrustedProxyHeader: fl.proxyHeader, TrustedProxies: fl.proxies, Logger: a.log.Named("dashboard"), Retention: &global})
 	if err != nil {
 		return &usageError{err}
 	}
