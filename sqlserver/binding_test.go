@@ -92,7 +92,7 @@ func TestQueryBinding(t *testing.T) {
 			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
 		}
 	}
-	for _, port := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer]()} {
+	for _, port := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter]()} {
 		for i := range port.NumMethod() {
 			if m := port.Method(i).Name; !methods[m] {
 				t.Errorf("%s method %s was not exercised: add it to exerciseStore", port, m)
@@ -253,6 +253,11 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		{"Schedules", func() error { _, err := s.Schedules(ctx); return err }},
 		{"PauseSchedule", func() error { _, err := s.PauseSchedule(ctx, "nightly", true); return err }},
 		{"DeleteSchedule", func() error { return s.DeleteSchedule(ctx, "nightly") }},
+		{"FinishedCounts", func() error {
+			_, err := s.FinishedCounts(ctx, jobs.FinishedCountsParams{From: from, To: from.Add(time.Hour), Bucket: 2 * time.Second})
+			_, err2 := s.FinishedCounts(ctx, jobs.FinishedCountsParams{From: from, To: from.Add(time.Hour), Bucket: time.Hour, Queue: "mail"})
+			return errors.Join(err, err2)
+		}},
 		{"QueueStats", func() error { _, err := s.QueueStats(ctx); return err }},
 		{"QueueDepths", func() error { _, err := s.QueueDepths(ctx, []string{"mail", "sms"}, 1000); return err }},
 		{"Now", func() error { _, err := s.Now(ctx); return err }},

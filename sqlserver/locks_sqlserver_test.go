@@ -462,6 +462,72 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 	}
 }
 
+// TestSQLServerFinishedCountsReadsPerPoll: the dashboard's chart queries
+// against an archive of 1,000,000 jobs spread over 14 days read the range
+// of one narrow index each, never the tables: the live window a few pages,
+// the 14-day history the whole index once. The numbers are logged for
+// ADR 0022.
+func TestSQLServerFinishedCountsReadsPerPoll(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	fill := fmt.Sprintf(`WITH n AS (SELECT TOP (1000000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS i FROM sys.all_columns a CROSS JOIN sys.all_columns b CROSS JOIN sys.all_columns c)
+INSERT INTO %[1]s.JobsArchive (Id, Queue, Type, Payload, Priority, MaxAttempts, AttemptCount, CreatedAtUtc, ScheduledAtUtc, RunLease, FinishedAtUtc)
+SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1, SYSUTCDATETIME(), SYSUTCDATETIME(), 1,
+    DATEADD(MILLISECOND, -CAST(i * 1209 %% 1000 AS INT), DATEADD(SECOND, -CAST(i * 1209 / 1000 AS INT), SYSUTCDATETIME())) FROM n;`, schema.Quote(s.Schema()))
+	if _, err := s.db.ExecContext(ctx, fill); err != nil {
+		t.Fatal(err)
+	}
+	now, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reads := func() int64 {
+		var n int64
+		if err := conn.QueryRowContext(ctx, "SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = @@SPID;").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name     string
+		p        jobs.FinishedCountsParams
+		maxReads int64
+	}{
+		{"live: the last 6 s in 2 s buckets", jobs.FinishedCountsParams{From: now.Add(-6 * time.Second), To: now.Add(time.Second), Bucket: 2 * time.Second}, 50},
+		{"48 hours by the hour", jobs.FinishedCountsParams{From: now.Add(-48 * time.Hour), To: now, Bucket: time.Hour}, 2000},
+		{"14 days by the day", jobs.FinishedCountsParams{From: now.Add(-14 * 24 * time.Hour), To: now, Bucket: 24 * time.Hour}, 10000},
+		{"14 days of one queue", jobs.FinishedCountsParams{From: now.Add(-14 * 24 * time.Hour), To: now, Bucket: 24 * time.Hour, Queue: "q1"}, 3000},
+	} {
+		before := reads()
+		started := time.Now()
+		rows, err := conn.QueryContext(ctx, s.q.finishedCounts, named("queue", text(c.p.Queue)), named("bucketSeconds", int64(c.p.Bucket/time.Second)),
+			named("from", instant(c.p.From)), named("to", instant(c.p.To)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var total int64
+		for rows.Next() {
+			var table, n, reason, count int64
+			var queue string
+			if err := rows.Scan(&table, &queue, &n, &reason, &count); err != nil {
+				t.Fatal(err)
+			}
+			total += count
+		}
+		rows.Close()
+		used := reads() - before
+		t.Logf("%s over a 1,000,000-job archive: %d jobs counted, %d logical reads, %v", c.name, total, used, time.Since(started))
+		if used > c.maxReads {
+			t.Errorf("%s read %d pages, more than %d: it reads more than its index range", c.name, used, c.maxReads)
+		}
+	}
+}
+
 // TestSQLServerLeastPrivilegeLogin runs the contract with a login that has
 // only the schema's application role: every table-valued parameter, the
 // sequence and the application locks work with it.

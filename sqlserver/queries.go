@@ -896,6 +896,29 @@ DECLARE @q NVARCHAR(100), @next NVARCHAR(100);
 SELECT Queue FROM @names ORDER BY Queue;`
 }
 
+// finishedCounts counts the jobs of both finished tables by queue and
+// Bucket-long interval since the Unix epoch (and by reason in the DLQ),
+// for the dashboard's charts (ADR 0022). Each side reads the window's range
+// of its finish-time index, which includes what is grouped (migration 6),
+// or of its queue index for one queue; OPTION (RECOMPILE) picks between
+// them for the values given. READPAST (with READCOMMITTEDLOCK, as
+// everywhere) skips the rows of moves not yet committed rather than wait
+// for them: a chart polls again, and re-reads its last intervals.
+const qFinishedCounts = `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @fq NVARCHAR(100) = @queue;
+DECLARE @epoch DATETIME2(7) = '19700101';
+SELECT CAST(2 AS TINYINT), a.Queue, DATEDIFF_BIG(SECOND, @epoch, a.FinishedAtUtc) / @bucketSeconds, CAST(0 AS INT), COUNT_BIG(*)
+FROM {{s}}.JobsArchive AS a WITH (READPAST, READCOMMITTEDLOCK)
+WHERE a.FinishedAtUtc >= @from AND a.FinishedAtUtc < @to AND (@fq = N'' OR a.Queue = @fq)
+GROUP BY a.Queue, DATEDIFF_BIG(SECOND, @epoch, a.FinishedAtUtc) / @bucketSeconds
+UNION ALL
+SELECT CAST(3 AS TINYINT), d.Queue, DATEDIFF_BIG(SECOND, @epoch, d.FinishedAtUtc) / @bucketSeconds, d.FailureReason, COUNT_BIG(*)
+FROM {{s}}.JobsDLQ AS d WITH (READPAST, READCOMMITTEDLOCK)
+WHERE d.FinishedAtUtc >= @from AND d.FinishedAtUtc < @to AND (@fq = N'' OR d.Queue = @fq)
+GROUP BY d.Queue, DATEDIFF_BIG(SECOND, @epoch, d.FinishedAtUtc) / @bucketSeconds, d.FailureReason
+OPTION (RECOMPILE);`
+
 // Schedules (ADR 0020). scheduleColumns is what scanSchedules reads.
 const scheduleColumns = `Name, Definition, DefinitionHash, LastFiredTickUtc, LastFiredAtUtc, NextFireUtc, IsPaused,
     UpdatedAtUtc, SyncedAtUtc`
@@ -1021,6 +1044,7 @@ type queries struct {
 	tableQueues                                          map[jobs.Table]string
 	syncSchedules, fireSchedule, schedules               string
 	pauseSchedule, deleteSchedule                        string
+	finishedCounts                                       string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
 }
@@ -1094,6 +1118,7 @@ func render(name string) *queries {
 		schedules:      r.Replace(qSchedules),
 		pauseSchedule:  r.Replace(qPauseSchedule),
 		deleteSchedule: r.Replace(qDeleteSchedule),
+		finishedCounts: r.Replace(qFinishedCounts),
 		tableQueues:    map[jobs.Table]string{},
 		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
 		resetForTest:   r.Replace(qResetForTest),

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"context"
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -97,4 +98,52 @@ func isTrim(p jobs.PurgeParams) bool {
 	f := p.Filter
 	return p.Limit > 0 && f.OlderThan > 0 && len(f.IDs) == 0 && f.Type == "" && f.Status == nil && f.Reason == nil &&
 		f.From.IsZero() && f.To.IsZero() && f.Text == "" && f.Queue != ""
+}
+
+// FinishedCounts implements jobs.FinishedCounter. It walks each queue's
+// finish log from its newest end back to From, so a chart's poll costs
+// what its window holds; the log is in finish order as long as the
+// store's clock moves forward.
+func (s *Store) FinishedCounts(ctx context.Context, p jobs.FinishedCountsParams) ([]jobs.FinishedCount, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	type key struct {
+		start  time.Time
+		queue  string
+		table  jobs.Table
+		reason jobs.FailureReason
+	}
+	counts := map[key]int64{}
+	s.mu.Lock()
+	for _, t := range []jobs.Table{jobs.TableArchive, jobs.TableDLQ} {
+		for queue, l := range s.finished[t] {
+			if p.Queue != "" && queue != p.Queue {
+				continue
+			}
+			for i := len(l.entries) - 1; i >= l.head; i-- {
+				e := l.entries[i]
+				if e.at.Before(p.From) {
+					break
+				}
+				if !e.at.Before(p.To) || !s.live(t, e) {
+					continue
+				}
+				k := key{start: p.BucketOf(e.at), queue: queue, table: t}
+				if t == jobs.TableDLQ {
+					k.reason = e.job.FailureReason
+				}
+				counts[k]++
+			}
+		}
+	}
+	s.mu.Unlock()
+	out := make([]jobs.FinishedCount, 0, len(counts))
+	for k, n := range counts {
+		out = append(out, jobs.FinishedCount{Start: k.start, Queue: k.queue, Table: k.table, Reason: k.reason, Count: n})
+	}
+	return out, nil
 }

@@ -33,7 +33,10 @@ type Store struct {
 	finished map[jobs.Table]map[string]*finishLog
 }
 
-var _ jobs.Store = (*Store)(nil)
+var (
+	_ jobs.Store           = (*Store)(nil)
+	_ jobs.FinishedCounter = (*Store)(nil)
+)
 
 // Option configures a Store.
 type Option func(*Store)

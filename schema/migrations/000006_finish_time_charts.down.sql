@@ -1,0 +1,15 @@
+-- Undoes version 6: the finish-time indexes without their included columns.
+SET QUOTED_IDENTIFIER ON;
+SET ANSI_NULLS ON;
+SET XACT_ABORT ON;
+
+BEGIN TRANSACTION;
+
+CREATE NONCLUSTERED INDEX IX_JobsDLQ_Queue ON {{.Schema}}.JobsDLQ (Queue, FinishedAtUtc)
+    WITH (DROP_EXISTING = ON);
+CREATE NONCLUSTERED INDEX IX_JobsDLQ_Finished ON {{.Schema}}.JobsDLQ (FinishedAtUtc)
+    WITH (DROP_EXISTING = ON, OPTIMIZE_FOR_SEQUENTIAL_KEY = ON);
+CREATE NONCLUSTERED INDEX IX_JobsArchive_Finished ON {{.Schema}}.JobsArchive (FinishedAtUtc)
+    WITH (DROP_EXISTING = ON, OPTIMIZE_FOR_SEQUENTIAL_KEY = ON);
+
+COMMIT TRANSACTION;
