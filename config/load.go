@@ -458,22 +458,10 @@ func (l *loader) add(layer []setting, unique bool) error {
 		case t.key != nil:
 			name, k = t.key.name, t.key.kind
 		case t.skey != nil:
-			e.schedule = l.schedules[strings.ToLower(t.schedule)]
-			if e.schedule == "" {
-				e.schedule = t.schedule
-				if s.fromEnv {
-					e.schedule = strings.ToLower(t.schedule)
-				}
-			}
+			e.schedule = spelling(l.schedules, t.schedule, s.fromEnv)
 			name, k = scheduleSection+"."+e.schedule+"."+t.skey.name, t.skey.kind
 		default:
-			e.queue = l.queues[strings.ToLower(t.queue)]
-			if e.queue == "" {
-				e.queue = t.queue
-				if s.fromEnv {
-					e.queue = strings.ToLower(t.queue)
-				}
-			}
+			e.queue = spelling(l.queues, t.queue, s.fromEnv)
 			name, k = queueSection+"."+e.queue+"."+t.qkey.name, t.qkey.kind
 		}
 		e.origin = origin{key: root + "." + name, value: formatRaw(s.raw), source: s.source}
@@ -490,6 +478,19 @@ func (l *loader) add(layer []setting, unique bool) error {
 		l.entries[id] = e
 	}
 	return nil
+}
+
+// spelling is how a queue or schedule name is written: as a YAML file
+// first spelled it (known), else as given, except that an environment
+// variable's case says nothing and its name is taken in lower case.
+func spelling(known map[string]string, name string, fromEnv bool) string {
+	if k := known[strings.ToLower(name)]; k != "" {
+		return k
+	}
+	if fromEnv {
+		return strings.ToLower(name)
+	}
+	return name
 }
 
 // outsideRule is the rule for a file key outside the ChokaQ section. It

@@ -21,8 +21,8 @@ const (
 	ruleString       = "must be a single value, not a list or a section"
 	ruleTimestamp    = "is read by YAML as a timestamp; quote it to use it as text"
 	ruleDuration     = "must be a duration such as 90s, 1m30s, 7d or 00:01:30"
-	ruleRetention    = "must be a duration such as 7d, 36h or 7.00:00:00, or 0 to keep forever"
-	ruleQueueRetain  = "must be a duration such as 7d, 36h or 7.00:00:00, 0 to keep forever, or default for Retention's"
+	ruleRetention    = "must be a duration such as 7d, 36h or 7.00:00:00, or 0 (or forever) to keep forever"
+	ruleQueueRetain  = "must be a duration such as 7d, 36h or 7.00:00:00, 0 (or forever) to keep forever, or default for Retention's"
 	ruleJSON         = "must be JSON: a YAML mapping or list, or a string holding JSON"
 	rulePlainNumber  = "a plain number has no unit: write a duration such as 90s or 00:01:30 (only keys ending in Seconds read a plain number as seconds)"
 	ruleSeconds      = "must be a number of seconds or a duration such as 90s or 00:01:30"
@@ -126,6 +126,9 @@ func parse(k kind, raw any) (any, string) {
 		s, ok := raw.(string)
 		if !ok {
 			return nil, ruleRetention
+		}
+		if strings.EqualFold(strings.TrimSpace(s), "forever") {
+			return jobs.KeepForever, ""
 		}
 		d, ok := parseDuration(s)
 		switch {

@@ -102,7 +102,7 @@ func TestScheduleErrorsNameTheKey(t *testing.T) {
 
 // Retention keys: days, 0 for forever, a queue's override and "default".
 func TestRetentionKeys(t *testing.T) {
-	c := mustLoad(t, source{yaml: "ChokaQ:\n  Retention:\n    Archive: 2d\n    DeadLetters: 0\n  QueueSettings:\n    audit:\n      ArchiveRetention: 0\n      DeadLetterRetention: 365d\n"})
+	c := mustLoad(t, source{yaml: "ChokaQ:\n  Retention:\n    Archive: 2d\n    DeadLetters: forever\n  QueueSettings:\n    audit:\n      ArchiveRetention: 0\n      DeadLetterRetention: 365d\n"})
 	if c.Retention.Archive != 48*time.Hour || c.Retention.DeadLetters != jobs.KeepForever {
 		t.Fatalf("Retention = %+v", c.Retention)
 	}
@@ -115,11 +115,11 @@ func TestRetentionKeys(t *testing.T) {
 		t.Fatalf("audit update %+v", u)
 	}
 	for _, bad := range []struct{ yaml, key, rule string }{
-		{"ChokaQ:\n  Retention:\n    Archive: -1d\n", "ChokaQ.Retention.Archive", "0 to keep forever"},
+		{"ChokaQ:\n  Retention:\n    Archive: -1d\n", "ChokaQ.Retention.Archive", "to keep forever"},
 		{"ChokaQ:\n  Retention:\n    Archive: 500ms\n", "ChokaQ.Retention.Archive", "between 1s"},
 		{"ChokaQ:\n  Retention:\n    DeadLetters: soon\n", "ChokaQ.Retention.DeadLetters", "7d"},
 		{"ChokaQ:\n  QueueSettings:\n    audit:\n      ArchiveRetention: 1500ms\n", "ChokaQ.QueueSettings.audit.ArchiveRetention", "whole seconds"},
-		{"ChokaQ:\n  QueueSettings:\n    audit:\n      DeadLetterRetention: forever\n", "ChokaQ.QueueSettings.audit.DeadLetterRetention", "default for Retention's"},
+		{"ChokaQ:\n  QueueSettings:\n    audit:\n      DeadLetterRetention: never\n", "ChokaQ.QueueSettings.audit.DeadLetterRetention", "default for Retention's"},
 	} {
 		_, _, err := load(t, source{yaml: bad.yaml})
 		wantInvalid(t, err, bad.key, bad.rule)
@@ -131,7 +131,7 @@ func TestRetentionKeys(t *testing.T) {
 func TestShowRetentionAndSchedules(t *testing.T) {
 	c := mustLoad(t, source{yaml: schedulesYAML + "  Retention:\n    Archive: 36h\n    DeadLetters: 0\n  QueueSettings:\n    audit:\n      ArchiveRetention: default\n"})
 	out := c.String()
-	for _, want := range []string{"Retention:", "Archive: 36h", `DeadLetters: "0"`, "ArchiveRetention: default", "NightlyReport:",
+	for _, want := range []string{"Retention:", "Archive: 36h", "DeadLetters: forever", "ArchiveRetention: default", "NightlyReport:",
 		"Cron: 30 2 * * *", "MissedFire: catch-up", "CatchUpLimit: 4", "every.ten:", "MissedFire: coalesce"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("config show lacks %q:\n%s", want, out)

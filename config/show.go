@@ -9,7 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/retention"
 	"github.com/chokaq/chokaq-go/schedule"
 )
 
@@ -158,7 +158,7 @@ func (c *Config) shown() showFile {
 			FetchedJobTimeout:       d(c.Recovery.FetchedJobTimeout),
 			ProcessingZombieTimeout: d(c.Recovery.ProcessingZombieTimeout),
 		},
-		Retention: showRetention{Archive: retentionText(c.Retention.Archive), DeadLetters: retentionText(c.Retention.DeadLetters)},
+		Retention: showRetention{Archive: retention.Text(c.Retention.Archive), DeadLetters: retention.Text(c.Retention.DeadLetters)},
 	}}
 	if len(c.QueueSettings) > 0 {
 		f.ChokaQ.QueueSettings = make(map[string]showQueue, len(c.QueueSettings))
@@ -181,28 +181,13 @@ func (c *Config) shown() showFile {
 	return f
 }
 
-// retentionText shows a retention as the file writes it: 0 keeps forever,
-// whole days in days.
-func retentionText(d time.Duration) string {
-	switch {
-	case d == jobs.KeepForever:
-		return "0"
-	case d > 0 && d%(24*time.Hour) == 0:
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	return shortDuration(d)
-}
-
-// queueRetentionText is retentionText of a queue's override, "default"
-// for a cleared one.
+// queueRetentionText is a queue's retention override as the file writes
+// it (retention.Text: "7d", "forever", "default").
 func queueRetentionText(d *time.Duration) *string {
 	if d == nil {
 		return nil
 	}
-	t := retentionText(*d)
-	if *d == 0 {
-		t = "default"
-	}
+	t := retention.Text(*d)
 	return &t
 }
 

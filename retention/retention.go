@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
@@ -158,10 +158,7 @@ type Retainer struct {
 
 	deleted atomic.Int64
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
-	started bool
+	loop periodic.Loop
 }
 
 // New validates cfg and returns a Retainer.
@@ -173,7 +170,7 @@ func New(store Store, cfg Config) (*Retainer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Retainer{store: store, cfg: cfg, log: cfg.Logger}, nil
+	return &Retainer{store: store, cfg: cfg, log: cfg.Logger, loop: periodic.Loop{Name: "retention"}}, nil
 }
 
 // Config returns the settings in force, defaults filled.
@@ -302,70 +299,18 @@ func pause(ctx context.Context, d time.Duration) error {
 // Start sweeps now and then every Interval until Stop. A failed sweep is
 // logged; the loop carries on.
 func (r *Retainer) Start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
-		return fmt.Errorf("retention: %w", jobs.ErrAlreadyStarted)
-	}
-	r.started = true
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel, r.done = cancel, make(chan struct{})
-	go r.loop(loopCtx)
-	return nil
-}
-
-func (r *Retainer) loop(ctx context.Context) {
-	defer close(r.done)
-	ticker := time.NewTicker(r.cfg.Interval)
-	defer ticker.Stop()
-	for {
-		if err := r.safeSweep(ctx); err != nil && ctx.Err() == nil {
+	return r.loop.Start(ctx, func(ctx context.Context) time.Duration {
+		began := time.Now()
+		err := periodic.Recover("retention", func() error { // a panic in OnSweep
+			_, err := r.Sweep(ctx)
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
 			r.log.Error("retention: sweep failed; retrying next interval", zap.Error(err))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
-}
-
-// safeSweep keeps a panic in OnSweep (Sweep recovers the others) from
-// ending the loop.
-func (r *Retainer) safeSweep(ctx context.Context) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("retention: sweep hook panicked: %v", p)
-		}
-	}()
-	_, err = r.Sweep(ctx)
-	return err
+		return max(r.cfg.Interval-time.Since(began), 0)
+	})
 }
 
 // Stop ends the loop and resigns leadership.
-func (r *Retainer) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	if !r.started || r.cancel == nil {
-		r.mu.Unlock()
-		return fmt.Errorf("retention: %w", jobs.ErrNotRunning)
-	}
-	cancel, done := r.cancel, r.done
-	r.cancel = nil
-	r.mu.Unlock()
-	cancel()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if r.cfg.Leader != nil {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer rcancel()
-		err = errors.Join(err, r.cfg.Leader.Resign(rctx))
-	}
-	return err
-}
+func (r *Retainer) Stop(ctx context.Context) error { return r.loop.Stop(ctx, r.cfg.Leader) }

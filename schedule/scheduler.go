@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
@@ -90,10 +91,9 @@ type Scheduler struct {
 	log     *zap.Logger
 	entries []entry
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
-	started bool
+	loop periodic.Loop
+
+	mu sync.Mutex
 	// foreign remembers the schedules whose stored definition is not
 	// this process's, so that is logged once per stored hash.
 	foreign map[string]string
@@ -131,7 +131,7 @@ func New(store Store, cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	return &Scheduler{store: store, cfg: cfg, log: cfg.Logger, entries: entries,
-		foreign: map[string]string{}, skipped: map[string]time.Time{}}, nil
+		loop: periodic.Loop{Name: "schedule"}, foreign: map[string]string{}, skipped: map[string]time.Time{}}, nil
 }
 
 // Check validates schedules as New does: each one's rules, and no name
@@ -321,90 +321,47 @@ func maxTime(a, b time.Time) time.Time {
 // Start records the schedules (Sync) and fires them until Stop. Without
 // schedules it does nothing and takes no part in the leader election.
 func (s *Scheduler) Start(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.started {
-		return fmt.Errorf("schedule: %w", jobs.ErrAlreadyStarted)
-	}
 	if err := s.Sync(ctx); err != nil {
 		return err
 	}
-	s.started = true
 	if len(s.entries) == 0 {
 		return nil
 	}
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s.cancel, s.done = cancel, make(chan struct{})
-	go s.loop(loopCtx)
-	return nil
+	return s.loop.Start(ctx, s.round)
 }
 
-func (s *Scheduler) loop(ctx context.Context) {
-	defer close(s.done)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
+// round is one round of the loop; it returns the wait until the next.
+func (s *Scheduler) round(ctx context.Context) time.Duration {
+	var res RoundResult
+	err := periodic.Recover("schedule", func() error { // a panic in a store call or OnFire
+		rctx, cancel := context.WithTimeout(ctx, max(s.cfg.PollInterval, 30*time.Second))
+		defer cancel()
+		var err error
+		res, err = s.Round(rctx)
+		return err
+	})
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Error("schedule: round failed; retrying", zap.Error(err))
 		}
-		res, err := s.safeRound(ctx)
-		wait := s.cfg.PollInterval
-		switch {
-		case err != nil:
-			if ctx.Err() == nil {
-				s.log.Error("schedule: round failed; retrying", zap.Error(err))
-			}
-		case res.Skipped:
-			wait = s.cfg.FollowInterval
-		case !res.NextTick.IsZero():
-			// The store's clock decides when a tick is due; the wait until
-			// then is a duration, measured here.
-			wait = min(wait, max(res.NextTick.Sub(res.Now), 0))
-		}
-		timer.Reset(wait)
+		return s.cfg.PollInterval
+	case res.Skipped:
+		return s.cfg.FollowInterval
+	case !res.NextTick.IsZero():
+		// The store's clock decides when a tick is due; the wait until
+		// then is a duration, measured here.
+		return min(s.cfg.PollInterval, max(res.NextTick.Sub(res.Now), 0))
 	}
-}
-
-// safeRound keeps a panic in a store call or a hook from ending the loop.
-func (s *Scheduler) safeRound(ctx context.Context) (res RoundResult, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("schedule: round panicked: %v", p)
-		}
-	}()
-	rctx, cancel := context.WithTimeout(ctx, max(s.cfg.PollInterval, 30*time.Second))
-	defer cancel()
-	return s.Round(rctx)
+	return s.cfg.PollInterval
 }
 
 // Stop ends the loop and resigns leadership.
 func (s *Scheduler) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	if !s.started {
-		s.mu.Unlock()
-		return fmt.Errorf("schedule: %w", jobs.ErrNotRunning)
+	if len(s.entries) == 0 {
+		return nil
 	}
-	cancel, done := s.cancel, s.done
-	s.cancel = nil
-	s.mu.Unlock()
-	if cancel == nil {
-		return nil // no schedules, or stopped before
-	}
-	cancel()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if s.cfg.Leader != nil {
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer rcancel()
-		err = errors.Join(err, s.cfg.Leader.Resign(rctx))
-	}
-	return err
+	return s.loop.Stop(ctx, s.cfg.Leader)
 }
 
 // Schedules returns the schedules the Scheduler fires, defaults filled.

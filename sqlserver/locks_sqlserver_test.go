@@ -417,6 +417,16 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, N'old', N't', 0x7B7D, 0, 1, 1, DATEADD(DAY, 
 	}
 }
 
+// logicalReads is the pages conn's session has read so far.
+func logicalReads(t *testing.T, conn *sql.Conn) int64 {
+	t.Helper()
+	var n int64
+	if err := conn.QueryRowContext(t.Context(), "SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = @@SPID;").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // TestSQLServerQueueStatsReadsPerPoll: QueueStats over an archive of
 // 100,000 rows reads a bounded number of pages, however many rows the
 // archive holds: the counts stop at the cap and the queues are found one
@@ -435,13 +445,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	reads := func() int64 {
-		var n int64
-		if err := conn.QueryRowContext(ctx, "SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = @@SPID;").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	reads := func() int64 { return logicalReads(t, conn) }
 	before := reads()
 	rows, err := conn.QueryContext(ctx, s.q.queueStats, named("cap", int64(s.statsCap)), named("maxQueues", int64(jobs.MaxStatsQueues)))
 	if err != nil {
@@ -486,13 +490,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	reads := func() int64 {
-		var n int64
-		if err := conn.QueryRowContext(ctx, "SELECT logical_reads FROM sys.dm_exec_sessions WHERE session_id = @@SPID;").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	reads := func() int64 { return logicalReads(t, conn) }
 	for _, c := range []struct {
 		name     string
 		p        jobs.FinishedCountsParams

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
@@ -100,10 +100,7 @@ type Rescuer struct {
 	recovered, zombies, expired atomic.Int64
 	lastSweep                   atomic.Int64 // unix nanoseconds
 
-	mu      sync.Mutex
-	cancel  context.CancelFunc
-	done    chan struct{}
-	started bool
+	loop periodic.Loop
 }
 
 // DefaultConfig returns the rescue defaults, as listed in docs/design.md
@@ -196,7 +193,7 @@ func New(store jobs.Rescuer, cfg Config) (*Rescuer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Rescuer{store: store, cfg: cfg, log: cfg.Logger}, nil
+	return &Rescuer{store: store, cfg: cfg, log: cfg.Logger, loop: periodic.Loop{Name: "zombie"}}, nil
 }
 
 // Sweep runs phases 1 to 3 once. Each phase repeats its bounded statement
@@ -290,35 +287,15 @@ func (r *Rescuer) Interval() time.Duration { return r.cfg.ScanInterval }
 // Start runs a sweep now and then every ScanInterval until Stop. A failed
 // sweep is logged; the loop carries on.
 func (r *Rescuer) Start(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
-		return fmt.Errorf("zombie: %w", jobs.ErrAlreadyStarted)
-	}
-	r.started = true
-	loopCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel, r.done = cancel, make(chan struct{})
-	go r.loop(loopCtx)
-	return nil
-}
-
-func (r *Rescuer) loop(ctx context.Context) {
-	defer close(r.done)
-	ticker := time.NewTicker(r.cfg.ScanInterval)
-	defer ticker.Stop()
-	for {
+	return r.loop.Start(ctx, func(ctx context.Context) time.Duration {
+		began := time.Now()
 		if _, err := r.safeSweep(ctx); err != nil && ctx.Err() == nil {
 			r.log.Error("zombie rescue: sweep failed; retrying next interval", zap.Error(err))
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-	}
+		// Every ScanInterval from the start of the last sweep, as a ticker
+		// would, a long sweep followed at once by the next.
+		return max(r.cfg.ScanInterval-time.Since(began), 0)
+	})
 }
 
 // safeSweep keeps a panic (Sweep recovers its own; this catches one in
@@ -336,27 +313,4 @@ func (r *Rescuer) safeSweep(ctx context.Context) (res Result, err error) {
 }
 
 // Stop ends the loop and resigns leadership.
-func (r *Rescuer) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	if !r.started || r.cancel == nil {
-		r.mu.Unlock()
-		return fmt.Errorf("zombie: %w", jobs.ErrNotRunning)
-	}
-	cancel, done := r.cancel, r.done
-	r.cancel = nil
-	r.mu.Unlock()
-	cancel()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-	}
-	if r.cfg.Leader != nil {
-		// Resign even when ctx ended, so another process can lead at once.
-		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer rcancel()
-		err = errors.Join(err, r.cfg.Leader.Resign(rctx))
-	}
-	return err
-}
+func (r *Rescuer) Stop(ctx context.Context) error { return r.loop.Stop(ctx, r.cfg.Leader) }
