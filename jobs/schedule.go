@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -91,15 +92,19 @@ func ValidateScheduleDefs(defs []ScheduleDef) error {
 		if err := d.Validate(); err != nil {
 			return err
 		}
-		if seen[d.Name] {
-			return &ValidationError{Field: "schedule", Value: d.Name, Rule: "is defined twice"}
+		// Names compare ignoring case, as SQL Server's default collation
+		// compares them (they are ASCII): two such names are one schedule.
+		key := strings.ToLower(d.Name)
+		if seen[key] {
+			return &ValidationError{Field: "schedule", Value: d.Name, Rule: "is defined twice (names ignore case)"}
 		}
-		seen[d.Name] = true
+		seen[key] = true
 	}
 	return nil
 }
 
-// ScheduleState is a schedule as the store holds it.
+// ScheduleState is a schedule as the store holds it. Stores compare
+// schedule names ignoring case.
 type ScheduleState struct {
 	Name       string
 	Definition []byte
@@ -136,8 +141,8 @@ func (p FireParams) Validate() error {
 	if err := ValidateScheduleName(p.Name); err != nil {
 		return err
 	}
-	if p.Hash == "" || p.Tick.IsZero() {
-		return &ValidationError{Field: "fire", Value: p.Name, Rule: "needs the schedule's hash and a tick"}
+	if p.Hash == "" || len(p.Hash) > MaxScheduleHashLen || p.Tick.IsZero() {
+		return &ValidationError{Field: "fire", Value: p.Name, Rule: "needs the schedule's hash (1 to " + itoa(MaxScheduleHashLen) + " characters) and a tick"}
 	}
 	if y := p.Tick.UTC().Year(); y < 1970 || y > 9000 {
 		return &ValidationError{Field: "tick", Value: p.Tick, Rule: "must be between years 1970 and 9000"}

@@ -133,10 +133,19 @@ type Admin interface {
 	// defines it records it again at its next start.
 	DeleteSchedule(ctx context.Context, name string) error
 
-	// TableQueues lists the distinct queues of the jobs table t holds, by
-	// name, at most MaxStatsQueues: the retention loop trims each queue's
-	// archived and dead-lettered jobs with that queue's own retention.
-	TableQueues(ctx context.Context, t Table) ([]string, error)
+	// TableQueues lists, by name, the distinct queues of the jobs table t
+	// holds whose names sort after after ("" from the first), at most
+	// MaxStatsQueues: a caller pages through every queue with the last name
+	// of each page. The retention loop trims each queue's archived and
+	// dead-lettered jobs with that queue's own retention.
+	TableQueues(ctx context.Context, t Table, after string) ([]string, error)
+	// Trim deletes up to Limit of a queue's archived or dead-lettered jobs
+	// that finished more than OlderThan ago, oldest first, after the key
+	// p.After: the retention loop's delete. Each call continues where the
+	// last one stopped (Last), so a store whose index keeps the rows just
+	// deleted for a while (SQL Server's ghost records) does not read them
+	// again at every step.
+	Trim(ctx context.Context, p TrimParams) (TrimResult, error)
 
 	// Queues lists the queue control rows.
 	Queues(ctx context.Context) ([]QueueSettings, error)
@@ -402,6 +411,45 @@ type PurgeParams struct {
 	// (by FinishedAt) first: a caller that trims a table in steps, with a
 	// pause between them, passes it.
 	Limit int
+}
+
+// TrimParams is one step of the retention loop's trim of one queue.
+type TrimParams struct {
+	Table     Table // TableArchive or TableDLQ
+	Queue     string
+	OlderThan time.Duration
+	// Limit is the most jobs this step deletes: 1 to MaxRescueBatch.
+	Limit int
+	// After is the last job the previous step of this trim deleted; zero
+	// for the first step.
+	After TrimKey
+}
+
+// TrimKey is a job's place in a trim's order: finish instant, then ID.
+type TrimKey struct {
+	FinishedAt time.Time
+	ID         int64
+}
+
+// TrimResult is what one step deleted.
+type TrimResult struct {
+	Deleted int
+	// Last is the last job deleted, for the next step's After; zero when
+	// none was.
+	Last TrimKey
+}
+
+// Validate checks a trim step.
+func (p TrimParams) Validate() error {
+	switch {
+	case p.Table != TableArchive && p.Table != TableDLQ:
+		return &ValidationError{Field: "table", Value: p.Table, Rule: "trim applies to archive or dlq"}
+	case p.OlderThan <= 0 || p.OlderThan > MaxRetention:
+		return &ValidationError{Field: "older_than", Value: p.OlderThan, Rule: "must be positive and at most " + MaxRetention.String()}
+	case p.Limit < 1 || p.Limit > MaxRescueBatch:
+		return &ValidationError{Field: "limit", Value: p.Limit, Rule: "must be between 1 and " + itoa(MaxRescueBatch)}
+	}
+	return ValidateQueueName(p.Queue)
 }
 
 // CheckBulk validates a bulk filter for table t, refusing an empty one

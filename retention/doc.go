@@ -5,9 +5,9 @@
 // deletes with a pause between them. Without it the archive and the
 // dead-letter queue grow until someone purges them by hand.
 //
-// It goes through the operator's purge (jobs.Admin.Purge with a Limit),
-// queue by queue, so on SQL Server each delete seeks the queue's
-// (Queue, FinishedAtUtc) index from its old end and reads about as many
-// rows as it deletes. The decisions are in
+// It deletes through jobs.Admin.Trim, queue by queue, each step continuing
+// after the last job the step before deleted, so on SQL Server each delete
+// seeks the queue's (Queue, FinishedAtUtc) index at that key and reads about
+// as many rows as it deletes, not the ghosts of the rows deleted before. The decisions are in
 // docs/adr/0020-schedules-and-retention.md.
 package retention

@@ -15,15 +15,15 @@ import (
 )
 
 // Store is what the retention loop needs of a store: the queues of a
-// table, each queue's own retention, and the purge (oldest first, in
-// steps of a Limit).
+// table, each queue's own retention, and the trim (oldest first, in steps
+// that each continue after the last).
 type Store interface {
 	// TableQueues is jobs.Admin's.
-	TableQueues(ctx context.Context, t jobs.Table) ([]string, error)
+	TableQueues(ctx context.Context, t jobs.Table, after string) ([]string, error)
 	// Queues is jobs.Admin's: the queues' own retentions.
 	Queues(ctx context.Context) ([]jobs.QueueSettings, error)
-	// Purge is jobs.Admin's.
-	Purge(ctx context.Context, p jobs.PurgeParams) (int, error)
+	// Trim is jobs.Admin's.
+	Trim(ctx context.Context, p jobs.TrimParams) (jobs.TrimResult, error)
 }
 
 // Config configures the retention loop. Zero fields take their defaults
@@ -192,11 +192,12 @@ func KeepFor(q jobs.QueueSettings, t jobs.Table, global Config) time.Duration {
 	return def
 }
 
-// Sweep deletes, table by table and queue by queue, the archived and
-// dead-lettered jobs that finished longer ago than their retention, oldest
-// first, BatchSize at a time with Pause between deletes. Hot jobs are
-// never touched: the purge refuses the hot table. It logs one line when it
-// deleted anything.
+// Sweep deletes, table by table and queue by queue (every queue, a page of
+// names at a time), the archived and dead-lettered jobs that finished
+// longer ago than their retention, oldest first, BatchSize at a time with
+// Pause between deletes, each delete continuing after the last. Hot jobs
+// are never touched: a trim refuses the hot table. It logs one line when
+// it deleted anything.
 func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -232,42 +233,51 @@ func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
 		if table == jobs.TableDLQ {
 			count = &res.DeadLetters
 		}
-		queues, err := r.store.TableQueues(ctx, table)
-		if err != nil {
-			return res, fmt.Errorf("retention: %w", err)
-		}
-		for _, queue := range queues {
-			keep := KeepFor(own[strings.ToLower(queue)], table, r.cfg)
-			if keep == jobs.KeepForever {
-				continue
+		for after := ""; ; {
+			queues, err := r.store.TableQueues(ctx, table, after)
+			if err != nil {
+				r.logSweep(res)
+				return res, fmt.Errorf("retention: %w", err)
 			}
-			for {
-				if batches == r.cfg.MaxBatchesPerSweep {
-					res.Truncated = true
-					r.logSweep(res)
-					return res, nil
+			for _, queue := range queues {
+				keep := KeepFor(own[strings.ToLower(queue)], table, r.cfg)
+				if keep == jobs.KeepForever {
+					continue
 				}
-				if batches > 0 {
-					if err := pause(ctx, r.cfg.Pause); err != nil {
+				p := jobs.TrimParams{Table: table, Queue: queue, OlderThan: keep, Limit: r.cfg.BatchSize}
+				for {
+					if batches == r.cfg.MaxBatchesPerSweep {
+						res.Truncated = true
 						r.logSweep(res)
-						return res, err
+						return res, nil
 					}
-				}
-				batches++
-				n, err := r.store.Purge(ctx, jobs.PurgeParams{Table: table, Filter: jobs.Filter{Queue: queue, OlderThan: keep}, Limit: r.cfg.BatchSize})
-				*count += n
-				r.deleted.Add(int64(n))
-				if n > 0 && r.cfg.OnDelete != nil {
-					r.cfg.OnDelete(table, queue, n)
-				}
-				if err != nil {
-					r.logSweep(res)
-					return res, fmt.Errorf("retention: trim %s of queue %s: %w", table, queue, err)
-				}
-				if n < r.cfg.BatchSize {
-					break
+					if batches > 0 {
+						if err := pause(ctx, r.cfg.Pause); err != nil {
+							r.logSweep(res)
+							return res, err
+						}
+					}
+					batches++
+					t, err := r.store.Trim(ctx, p)
+					*count += t.Deleted
+					r.deleted.Add(int64(t.Deleted))
+					if t.Deleted > 0 && r.cfg.OnDelete != nil {
+						r.cfg.OnDelete(table, queue, t.Deleted)
+					}
+					if err != nil {
+						r.logSweep(res)
+						return res, fmt.Errorf("retention: trim %s of queue %s: %w", table, queue, err)
+					}
+					if t.Deleted < r.cfg.BatchSize {
+						break
+					}
+					p.After = t.Last
 				}
 			}
+			if len(queues) < jobs.MaxStatsQueues {
+				break
+			}
+			after = queues[len(queues)-1]
 		}
 	}
 	r.logSweep(res)

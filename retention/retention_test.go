@@ -3,6 +3,7 @@ package retention
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -163,25 +164,25 @@ func TestSweepTrimsEachQueueByItsRetention(t *testing.T) {
 	want("after ten years", map[string]int64{"AUDIT": 3}, map[string]int64{"AUDIT": 2})
 }
 
-// purgeLog records every purge a sweep makes.
-type purgeLog struct {
+// trimLog records every trim a sweep makes.
+type trimLog struct {
 	Store
 	mu    sync.Mutex
-	calls []purgeCall
+	calls []trimCall
 }
 
-type purgeCall struct {
-	p  jobs.PurgeParams
-	n  int
+type trimCall struct {
+	p  jobs.TrimParams
+	r  jobs.TrimResult
 	at time.Time
 }
 
-func (l *purgeLog) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
-	n, err := l.Store.Purge(ctx, p)
+func (l *trimLog) Trim(ctx context.Context, p jobs.TrimParams) (jobs.TrimResult, error) {
+	r, err := l.Store.Trim(ctx, p)
 	l.mu.Lock()
-	l.calls = append(l.calls, purgeCall{p, n, time.Now()})
+	l.calls = append(l.calls, trimCall{p, r, time.Now()})
 	l.mu.Unlock()
-	return n, err
+	return r, err
 }
 
 // A 50,000-job archive past its retention is trimmed oldest first in
@@ -194,7 +195,7 @@ func TestALargeArchiveIsTrimmedInBoundedBatches(t *testing.T) {
 	clock.Advance(8 * day)
 	finish(t, s, "bulk", 1_000, true)
 	synctest.Test(t, func(t *testing.T) {
-		log := &purgeLog{Store: s}
+		log := &trimLog{Store: s}
 		r := newRetainer(t, log, Config{BatchSize: 1000, Pause: 100 * time.Millisecond, MaxBatchesPerSweep: 30})
 		began := time.Now() // the bubble's fake clock: pauses cost no real time
 		first, err := r.Sweep(t.Context())
@@ -209,11 +210,15 @@ func TestALargeArchiveIsTrimmedInBoundedBatches(t *testing.T) {
 			t.Fatalf("%d deletes", len(log.calls))
 		}
 		for i, c := range log.calls {
-			if c.p.Limit != 1000 || c.n > 1000 || c.p.Table != jobs.TableArchive || c.p.Filter.Queue != "bulk" || c.p.Filter.OlderThan != DefaultArchive {
-				t.Fatalf("delete %d: %+v deleted %d", i, c.p, c.n)
+			if c.p.Limit != 1000 || c.r.Deleted > 1000 || c.p.Table != jobs.TableArchive || c.p.Queue != "bulk" || c.p.OlderThan != DefaultArchive {
+				t.Fatalf("delete %d: %+v deleted %d", i, c.p, c.r.Deleted)
 			}
 			if i > 0 && i != 30 && c.at.Sub(log.calls[i-1].at) < 100*time.Millisecond {
 				t.Fatalf("no pause before delete %d", i)
+			}
+			// Each step goes on after the last job the step before deleted.
+			if i > 0 && i != 30 && c.p.After != log.calls[i-1].r.Last {
+				t.Fatalf("delete %d starts after %+v, not after the last deleted, %+v", i, c.p.After, log.calls[i-1].r.Last)
 			}
 		}
 		if elapsed := time.Since(began); elapsed < 49*100*time.Millisecond {
@@ -252,11 +257,11 @@ func TestLeaderAndLogLine(t *testing.T) {
 	}
 }
 
-// failing fails every purge.
+// failing fails every trim.
 type failing struct{ Store }
 
-func (failing) Purge(context.Context, jobs.PurgeParams) (int, error) {
-	return 0, errors.New("connection reset")
+func (failing) Trim(context.Context, jobs.TrimParams) (jobs.TrimResult, error) {
+	return jobs.TrimResult{}, errors.New("connection reset")
 }
 
 // The loop keeps going through failing sweeps and a panicking hook, and
@@ -344,5 +349,20 @@ func TestRetentionHoldsTheHeapSteady(t *testing.T) {
 	}
 	if peakArchive > 90_000 { // a minute of 900 a second, plus a sweep interval
 		t.Fatalf("the archive held %d jobs at once", peakArchive)
+	}
+}
+
+// A sweep reaches every queue, however many: the queues come a page of
+// jobs.MaxStatsQueues names at a time.
+func TestSweepReachesEveryQueue(t *testing.T) {
+	s, clock := newStore()
+	n := jobs.MaxStatsQueues + 5
+	for i := range n {
+		finish(t, s, fmt.Sprintf("tenant-%04d", i), 1, i%2 == 0)
+	}
+	clock.Advance(31 * day)
+	res, err := newRetainer(t, s, Config{MaxBatchesPerSweep: 10 * n}).Sweep(t.Context())
+	if err != nil || res.Archived+res.DeadLetters != n {
+		t.Fatalf("a sweep over %d queues: %+v, %v", n, res, err)
 	}
 }

@@ -151,11 +151,11 @@ func check(schedules []Schedule, limits jobs.Limits) ([]entry, error) {
 		}
 		// Stores compare names as SQL Server does by default, ignoring
 		// case: two names that differ only in case are one schedule.
-		if key := strings.ToLower(s.Name); seen[key] {
+		key := strings.ToLower(s.Name)
+		if seen[key] {
 			return nil, &DefinitionError{Schedule: s.Name, Field: "Name", Value: s.Name, Rule: "is defined twice (names ignore case)"}
-		} else {
-			seen[key] = true
 		}
+		seen[key] = true
 		entries = append(entries, entry{s: s.normalized(), def: s.Def(), cadence: c})
 	}
 	return entries, nil

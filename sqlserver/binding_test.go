@@ -253,6 +253,12 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		{"Schedules", func() error { _, err := s.Schedules(ctx); return err }},
 		{"PauseSchedule", func() error { _, err := s.PauseSchedule(ctx, "nightly", true); return err }},
 		{"DeleteSchedule", func() error { return s.DeleteSchedule(ctx, "nightly") }},
+		{"Trim", func() error {
+			_, err := s.Trim(ctx, jobs.TrimParams{Table: jobs.TableArchive, Queue: "mail", OlderThan: 7 * 24 * time.Hour, Limit: 1000})
+			_, err2 := s.Trim(ctx, jobs.TrimParams{Table: jobs.TableDLQ, Queue: "mail", OlderThan: time.Hour, Limit: 10,
+				After: jobs.TrimKey{FinishedAt: from, ID: 42}})
+			return errors.Join(err, err2)
+		}},
 		{"FinishedCounts", func() error {
 			_, err := s.FinishedCounts(ctx, jobs.FinishedCountsParams{From: from, To: from.Add(time.Hour), Bucket: 2 * time.Second})
 			_, err2 := s.FinishedCounts(ctx, jobs.FinishedCountsParams{From: from, To: from.Add(time.Hour), Bucket: time.Hour, Queue: "mail"})
@@ -280,7 +286,7 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 			}},
 			step{"ListJobs", func() error { _, err := s.ListJobs(ctx, jobs.ListParams{Table: tb}); return err }},
 			step{"CountJobs", func() error { _, err := s.CountJobs(ctx, tb, fullFilter(tb)); return err }},
-			step{"TableQueues", func() error { _, err := s.TableQueues(ctx, tb); return err }},
+			step{"TableQueues", func() error { _, err := s.TableQueues(ctx, tb, "mail"); return err }},
 		)
 	}
 

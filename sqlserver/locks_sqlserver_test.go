@@ -526,6 +526,57 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 	}
 }
 
+// TestSQLServerTrimStepsReadWhatTheyDelete: the retention loop's trim of
+// one queue with 20,000 expired jobs, in steps of 1,000, each continuing
+// after the last job the step before deleted: the last step reads about as
+// many pages as the first, not the ghost records of the 19,000 rows the
+// steps before it deleted (which a seek from the queue's oldest end would
+// read again at every step). The reads are logged for ADR 0020.
+func TestSQLServerTrimStepsReadWhatTheyDelete(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	fill := fmt.Sprintf(`WITH n AS (SELECT TOP (20000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS i FROM sys.all_columns a CROSS JOIN sys.all_columns b)
+INSERT INTO %[1]s.JobsArchive (Id, Queue, Type, Payload, Priority, MaxAttempts, AttemptCount, CreatedAtUtc, ScheduledAtUtc, RunLease, FinishedAtUtc)
+SELECT NEXT VALUE FOR %[1]s.JobIds, N'bulk', N't', 0x7B7D, 0, 1, 1, SYSUTCDATETIME(), SYSUTCDATETIME(), 1,
+    DATEADD(SECOND, -CAST(i AS INT), DATEADD(DAY, -8, SYSUTCDATETIME())) FROM n;`, schema.Quote(s.Schema()))
+	if _, err := s.db.ExecContext(ctx, fill); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	p := jobs.TrimParams{Table: jobs.TableArchive, Queue: "bulk", OlderThan: 7 * 24 * time.Hour, Limit: 1000}
+	var perStep []int64
+	total := 0
+	for {
+		before := logicalReads(t, conn)
+		var n int64
+		var last sql.NullTime
+		var lastID sql.NullInt64
+		err := conn.QueryRowContext(ctx, s.q.trim[p.Table], named("queue", text(p.Queue)), named("olderThanMs", p.OlderThan.Milliseconds()),
+			named("limit", int64(p.Limit)), named("hasAfter", flag(p.After.ID != 0)), named("afterUtc", instant(p.After.FinishedAt)),
+			named("afterId", p.After.ID)).Scan(&n, &last, &lastID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perStep = append(perStep, logicalReads(t, conn)-before)
+		total += int(n)
+		if n < int64(p.Limit) {
+			break
+		}
+		p.After = jobs.TrimKey{FinishedAt: last.Time, ID: lastID.Int64}
+	}
+	t.Logf("trim of 20,000 expired jobs in steps of 1,000: %d deleted, logical reads per step %v", total, perStep)
+	if total != 20000 {
+		t.Fatalf("trimmed %d jobs, want 20,000", total)
+	}
+	if first, last := perStep[0], perStep[len(perStep)-2]; last > 3*first+100 {
+		t.Fatalf("the 20th step read %d pages, the first %d: the steps re-read what the earlier ones deleted", last, first)
+	}
+}
+
 // TestSQLServerLeastPrivilegeLogin runs the contract with a login that has
 // only the schema's application role: every table-valued parameter, the
 // sequence and the application locks work with it.

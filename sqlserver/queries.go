@@ -886,14 +886,55 @@ SELECT n.Name,
 FROM @queues AS n
 ORDER BY n.Name;`
 
-// tableQueues lists the distinct queues of one table, one seek per queue on
-// an index that starts with Queue (see distinctQueues).
+// tableQueues lists one page of a table's distinct queue names after
+// @after (N'' to start), at most @maxQueues, one seek per queue on an index
+// that starts with Queue: the retention loop pages on through every queue.
 func tableQueues(table string) string {
 	return `SET NOCOUNT ON;
 DECLARE @names TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY);
-DECLARE @q NVARCHAR(100), @next NVARCHAR(100);
-` + distinctQueues(table) + `
+DECLARE @q NVARCHAR(100) = @after, @next NVARCHAR(100), @k INT = 0;
+WHILE @k < @maxQueues
+BEGIN
+    SET @next = NULL;
+    SELECT TOP (1) @next = Queue FROM {{s}}.` + table + ` WHERE Queue > @q ORDER BY Queue;
+    IF @next IS NULL BREAK;
+    INSERT INTO @names (Queue) VALUES (@next);
+    SET @q = @next;
+    SET @k += 1;
+END
 SELECT Queue FROM @names ORDER BY Queue;`
+}
+
+// qTrim is one step of the retention loop's trim of one queue (ADR 0020):
+// at most @limit of the queue's jobs that finished before the cutoff,
+// oldest first, after the last job the previous step deleted. It seeks the
+// queue's (Queue, FinishedAtUtc) index (the clustered key Id ends every
+// nonclustered key, so the order needs no sort) from that key on, not from
+// the queue's oldest end: the rows earlier steps deleted stay there as
+// ghost records until the ghost cleanup task removes them, a few pages
+// every few seconds, and a seek from the old end would read them all again
+// at every step. No catch-all, no RECOMPILE: one cached plan. READPAST
+// leaves a row another statement holds to a later sweep.
+func qTrim(table, index string) string {
+	return `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @fq NVARCHAR(100) = @queue;
+DECLARE @cutoff DATETIME2(7) = ` + agoFrom("olderThan", "SYSUTCDATETIME()") + `;
+DECLARE @from DATETIME2(7) = CASE WHEN @hasAfter = 1 THEN @afterUtc ELSE CAST('00010101' AS DATETIME2(7)) END;
+DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL);
+DELETE d
+OUTPUT deleted.FinishedAtUtc, deleted.Id INTO @gone
+FROM {{s}}.` + table + ` AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+INNER JOIN (
+    SELECT TOP (@limit) t.Id
+    FROM {{s}}.` + table + ` AS t WITH (INDEX (` + index + `), FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    WHERE t.Queue = @fq AND t.FinishedAtUtc >= @from AND t.FinishedAtUtc < @cutoff
+      AND (@hasAfter = 0 OR t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)
+    ORDER BY t.FinishedAtUtc, t.Id
+) AS x ON x.Id = d.Id;
+SELECT (SELECT COUNT(*) FROM @gone), g.FinishedAtUtc, g.Id
+FROM (SELECT 1 AS one) AS o
+LEFT JOIN (SELECT TOP (1) FinishedAtUtc, Id FROM @gone ORDER BY FinishedAtUtc DESC, Id DESC) AS g ON 1 = 1;`
 }
 
 // finishedCounts counts the jobs of both finished tables by queue and
@@ -932,9 +973,14 @@ const scheduleLock = `N'chokaq:{{name}}:schedules'`
 // qSyncSchedules records a starting process's schedules (@defs): an
 // unchanged one (same hash) is only stamped; a changed one starts over as
 // if it fired now, in the state its definition says; a new one is inserted
-// the same way. A changed or new schedule owes no tick from before now.
+// the same way. A changed or new schedule owes no tick from before now. It
+// states READ COMMITTED (a pooled session at SNAPSHOT would fail an update
+// with error 3960 when a fire commits in between), and its existence test
+// reads the latest committed row under READ_COMMITTED_SNAPSHOT too, so an
+// operator's delete in flight is not mistaken for a row still there.
 const qSyncSchedules = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME(), @rc INT;
 BEGIN TRANSACTION;
 EXEC @rc = sys.sp_getapplock @Resource = ` + scheduleLock + `, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
@@ -955,7 +1001,7 @@ INSERT INTO {{s}}.Schedules (Name, Definition, DefinitionHash, LastFiredTickUtc,
     CreatedAtUtc, UpdatedAtUtc, SyncedAtUtc)
 SELECT d.Name, d.Definition, d.DefinitionHash, @now, NULL, NULL, d.IsPaused, @now, @now, @now
 FROM @defs AS d
-WHERE NOT EXISTS (SELECT 1 FROM {{s}}.Schedules AS s WHERE s.Name = d.Name);
+WHERE NOT EXISTS (SELECT 1 FROM {{s}}.Schedules AS s WITH (READCOMMITTEDLOCK) WHERE s.Name = d.Name);
 COMMIT TRANSACTION;`
 
 // qFireSchedule is the compare-and-set of one tick: the schedule's row
@@ -963,11 +1009,12 @@ COMMIT TRANSACTION;`
 // tick from, it is not paused and no later or equal tick fired. It runs in
 // the store's transaction, which enqueues the tick's job next when a row
 // moved: a second firer of the tick waits on the row's lock and then finds
-// the tick taken. READCOMMITTEDLOCK: the test reads the latest committed
-// row under READ_COMMITTED_SNAPSHOT too.
+// the tick taken. An UPDATE reads the rows it qualifies with update locks,
+// not row versions, under READ_COMMITTED_SNAPSHOT too (with optimized
+// locking it re-evaluates the predicate after the wait): no hint needed.
 const qFireSchedule = `SET NOCOUNT ON;
 DECLARE @n NVARCHAR(80) = @name, @h NVARCHAR(64) = @hash;
-UPDATE {{s}}.Schedules WITH (ROWLOCK, READCOMMITTEDLOCK)
+UPDATE {{s}}.Schedules WITH (ROWLOCK)
 SET LastFiredTickUtc = @tick, LastFiredAtUtc = SYSUTCDATETIME(), NextFireUtc = CASE WHEN @hasNext = 1 THEN @next END
 WHERE Name = @n AND DefinitionHash = @h AND IsPaused = 0 AND LastFiredTickUtc < @tick;
 SELECT @@ROWCOUNT;`
@@ -1045,6 +1092,7 @@ type queries struct {
 	syncSchedules, fireSchedule, schedules               string
 	pauseSchedule, deleteSchedule                        string
 	finishedCounts                                       string
+	trim                                                 map[jobs.Table]string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
 }
@@ -1120,6 +1168,10 @@ func render(name string) *queries {
 		deleteSchedule: r.Replace(qDeleteSchedule),
 		finishedCounts: r.Replace(qFinishedCounts),
 		tableQueues:    map[jobs.Table]string{},
+		trim: map[jobs.Table]string{
+			jobs.TableArchive: r.Replace(qTrim("JobsArchive", "IX_JobsArchive_Queue")),
+			jobs.TableDLQ:     r.Replace(qTrim("JobsDLQ", "IX_JobsDLQ_Queue")),
+		},
 		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
 		resetForTest:   r.Replace(qResetForTest),
 		tryAppLock:     qTryAppLock,

@@ -144,14 +144,14 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 }
 
 // TableQueues implements jobs.Store.
-func (s *Store) TableQueues(ctx context.Context, t jobs.Table) ([]string, error) {
+func (s *Store) TableQueues(ctx context.Context, t jobs.Table, after string) ([]string, error) {
 	if !t.Valid() {
 		return nil, &jobs.ValidationError{Field: "table", Value: t, Rule: "must be hot, archive or dlq"}
 	}
 	var out []string
 	err := s.do(ctx, "table queues", idempotent, func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := s.db.QueryContext(ctx, s.q.tableQueues[t], named("maxQueues", int64(jobs.MaxStatsQueues)))
+		rows, err := s.db.QueryContext(ctx, s.q.tableQueues[t], named("after", text(after)), named("maxQueues", int64(jobs.MaxStatsQueues)))
 		if err != nil {
 			return err
 		}
@@ -169,6 +169,34 @@ func (s *Store) TableQueues(ctx context.Context, t jobs.Table) ([]string, error)
 		return nil, fmt.Errorf("sqlserver: queues of %s: %w", t, err)
 	}
 	return out, nil
+}
+
+// Trim implements jobs.Store (qTrim).
+func (s *Store) Trim(ctx context.Context, p jobs.TrimParams) (jobs.TrimResult, error) {
+	if err := p.Validate(); err != nil {
+		return jobs.TrimResult{}, err
+	}
+	var r jobs.TrimResult
+	err := s.do(ctx, "trim", idempotent, func(ctx context.Context) error {
+		var n int64
+		var last sql.NullTime
+		var lastID sql.NullInt64
+		err := s.db.QueryRowContext(ctx, s.q.trim[p.Table], named("queue", text(p.Queue)), named("olderThanMs", p.OlderThan.Milliseconds()),
+			named("limit", int64(p.Limit)), named("hasAfter", flag(p.After.ID != 0)), named("afterUtc", instant(p.After.FinishedAt)),
+			named("afterId", p.After.ID)).Scan(&n, &last, &lastID)
+		if err != nil {
+			return err
+		}
+		r = jobs.TrimResult{Deleted: int(n)}
+		if last.Valid && lastID.Valid {
+			r.Last = jobs.TrimKey{FinishedAt: last.Time.UTC(), ID: lastID.Int64}
+		}
+		return nil
+	})
+	if err != nil {
+		return jobs.TrimResult{}, fmt.Errorf("sqlserver: trim %s of queue %s: %w", p.Table, p.Queue, err)
+	}
+	return r, nil
 }
 
 // scanSchedules reads rows of scheduleColumns.

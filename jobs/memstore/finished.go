@@ -66,14 +66,15 @@ func (s *Store) compact(t jobs.Table, queue string, l *finishLog) {
 }
 
 // trimOldest deletes up to limit jobs of queue from table t that finished
-// before cutoff, oldest first, and returns how many.
-func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit int) int {
+// before cutoff, oldest first, and returns how many and the last one.
+func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit int) (int, jobs.TrimKey) {
 	l := s.finished[t][queue]
 	if l == nil {
-		return 0
+		return 0, jobs.TrimKey{}
 	}
 	m := s.table(t)
 	n := 0
+	var last jobs.TrimKey
 	for l.head < len(l.entries) && n < limit {
 		e := l.entries[l.head]
 		if s.live(t, e) {
@@ -82,6 +83,7 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 			}
 			delete(m, e.job.ID)
 			n++
+			last = jobs.TrimKey{FinishedAt: e.at, ID: e.job.ID}
 		}
 		l.entries[l.head] = finishEntry{}
 		l.head++
@@ -89,11 +91,26 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 	if l.head > len(l.entries)/2 {
 		s.compact(t, queue, l)
 	}
-	return n
+	return n, last
 }
 
-// isTrim reports whether a purge is the retention loop's shape: a limit,
-// an age, at most a queue and nothing else.
+// Trim implements jobs.Store. The finish log drops what a step deleted, so
+// the next step starts after it without reading p.After.
+func (s *Store) Trim(ctx context.Context, p jobs.TrimParams) (jobs.TrimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return jobs.TrimResult{}, err
+	}
+	if err := p.Validate(); err != nil {
+		return jobs.TrimResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, last := s.trimOldest(p.Table, p.Queue, s.now().Add(-p.OlderThan), p.Limit)
+	return jobs.TrimResult{Deleted: n, Last: last}, nil
+}
+
+// isTrim reports whether a purge has the retention loop's shape: a limit,
+// an age, a queue and nothing else.
 func isTrim(p jobs.PurgeParams) bool {
 	f := p.Filter
 	return p.Limit > 0 && f.OlderThan > 0 && len(f.IDs) == 0 && f.Type == "" && f.Status == nil && f.Reason == nil &&

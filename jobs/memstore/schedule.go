@@ -22,7 +22,7 @@ func (s *Store) SyncSchedules(ctx context.Context, defs []jobs.ScheduleDef) erro
 	defer s.mu.Unlock()
 	now := s.now()
 	for _, d := range defs {
-		st := s.schedules[d.Name]
+		st := s.schedules[strings.ToLower(d.Name)]
 		if st != nil && st.Hash == d.Hash {
 			st.SyncedAt = now
 			continue
@@ -31,7 +31,11 @@ func (s *Store) SyncSchedules(ctx context.Context, defs []jobs.ScheduleDef) erro
 		if st != nil {
 			firedAt = st.LastFiredAt
 		}
-		s.schedules[d.Name] = &jobs.ScheduleState{Name: d.Name, Definition: bytes.Clone(d.Definition), Hash: d.Hash,
+		name := d.Name // a changed schedule keeps the name it was created with, as a row does
+		if st != nil {
+			name = st.Name
+		}
+		s.schedules[strings.ToLower(d.Name)] = &jobs.ScheduleState{Name: name, Definition: bytes.Clone(d.Definition), Hash: d.Hash,
 			LastFiredTick: now, LastFiredAt: firedAt, Paused: d.Paused, UpdatedAt: now, SyncedAt: now}
 	}
 	return nil
@@ -51,7 +55,7 @@ func (s *Store) FireSchedule(ctx context.Context, p jobs.FireParams) (jobs.FireR
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.schedules[p.Name]
+	st := s.schedules[strings.ToLower(p.Name)]
 	if st == nil || st.Hash != p.Hash || st.Paused || !st.LastFiredTick.Before(p.Tick) {
 		return jobs.FireResult{}, nil
 	}
@@ -82,7 +86,7 @@ func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (jo
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := s.schedules[name]
+	st := s.schedules[strings.ToLower(name)]
 	if st == nil {
 		return jobs.ScheduleState{}, jobs.ScheduleNotFound(name)
 	}
@@ -99,10 +103,10 @@ func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.schedules[name] == nil {
+	if s.schedules[strings.ToLower(name)] == nil {
 		return jobs.ScheduleNotFound(name)
 	}
-	delete(s.schedules, name)
+	delete(s.schedules, strings.ToLower(name))
 	return nil
 }
 

@@ -26,7 +26,8 @@ type Store struct {
 	dlq     map[int64]*jobs.Job
 	idem    map[string]int64 // idempotency key -> hot job ID
 	queues  map[string]*queueState
-	// schedules holds the schedules' state (schedule.go).
+	// schedules holds the schedules' state (schedule.go), by lower-case
+	// name: names compare ignoring case, as on SQL Server.
 	schedules map[string]*jobs.ScheduleState
 	// finished orders each queue's archived and dead-lettered jobs by
 	// finish (finished.go).
@@ -667,7 +668,8 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if isTrim(p) {
-		return s.trimOldest(p.Table, p.Filter.Queue, s.now().Add(-p.Filter.OlderThan), p.Limit), nil
+		n, _ := s.trimOldest(p.Table, p.Filter.Queue, s.now().Add(-p.Filter.OlderThan), p.Limit)
+		return n, nil
 	}
 	m := s.table(p.Table)
 	matched := s.matching(p.Table, p.Filter, s.now())
@@ -975,7 +977,7 @@ func compareInt64(a, b int64) int {
 }
 
 // TableQueues implements jobs.Store.
-func (s *Store) TableQueues(ctx context.Context, t jobs.Table) ([]string, error) {
+func (s *Store) TableQueues(ctx context.Context, t jobs.Table, after string) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -985,7 +987,9 @@ func (s *Store) TableQueues(ctx context.Context, t jobs.Table) ([]string, error)
 	s.mu.Lock()
 	seen := map[string]bool{}
 	for _, j := range s.table(t) {
-		seen[j.Queue] = true
+		if j.Queue > after {
+			seen[j.Queue] = true
+		}
 	}
 	s.mu.Unlock()
 	out := slices.Sorted(maps.Keys(seen))

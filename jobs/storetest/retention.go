@@ -23,9 +23,65 @@ var retentionCases = []testCase{
 		}
 		enqueue(t, h, jobs.EnqueueParams{Queue: "d"})
 		for table, want := range map[jobs.Table][]string{jobs.TableArchive: {"a", "b"}, jobs.TableDLQ: {"c"}, jobs.TableHot: {"d"}} {
-			got, err := h.Store.TableQueues(ctxOf(t), table)
+			got, err := h.Store.TableQueues(ctxOf(t), table, "")
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("TableQueues(%s) = %v, %v; want %v", table, got, err, want)
+			}
+		}
+		// A caller pages on with the last name it has.
+		if got, err := h.Store.TableQueues(ctxOf(t), jobs.TableArchive, "a"); err != nil || !slices.Equal(got, []string{"b"}) {
+			t.Fatalf("TableQueues after a = %v, %v", got, err)
+		}
+		if got, err := h.Store.TableQueues(ctxOf(t), jobs.TableArchive, "b"); err != nil || len(got) != 0 {
+			t.Fatalf("TableQueues after b = %v, %v", got, err)
+		}
+	}},
+	{"TrimStepsThroughAQueueOldestFirst", func(t *testing.T, h *Harness) {
+		var old []int64
+		for range 5 {
+			old = append(old, archived(t, h, jobs.EnqueueParams{Queue: "q"}).ID)
+			h.Advance(t, time.Second)
+		}
+		other := archived(t, h, jobs.EnqueueParams{Queue: "other"}).ID
+		h.Advance(t, time.Hour)
+		recent := archived(t, h, jobs.EnqueueParams{Queue: "q"}).ID
+		p := jobs.TrimParams{Table: jobs.TableArchive, Queue: "q", OlderThan: 30 * time.Minute, Limit: 2}
+		var deleted []int
+		for i, wantLast := range []int64{old[1], old[3], old[4], 0} {
+			r, err := h.Store.Trim(ctxOf(t), p)
+			if err != nil {
+				t.Fatalf("Trim(%+v): %v", p, err)
+			}
+			deleted = append(deleted, r.Deleted)
+			if r.Last.ID != wantLast || (wantLast != 0 && r.Last.FinishedAt.IsZero()) {
+				t.Fatalf("step %d: last deleted %+v, want job %d", i, r.Last, wantLast)
+			}
+			if r.Deleted > 0 {
+				p.After = r.Last
+			}
+		}
+		if !slices.Equal(deleted, []int{2, 2, 1, 0}) {
+			t.Fatalf("trim steps deleted %v, want [2 2 1 0]", deleted)
+		}
+		for _, id := range old {
+			if _, err := h.Store.GetJob(ctxOf(t), id); !errors.Is(err, jobs.ErrJobNotFound) {
+				t.Fatalf("expired job %d survived the trim: %v", id, err)
+			}
+		}
+		wantTable(t, h, recent, jobs.TableArchive)
+		wantTable(t, h, other, jobs.TableArchive)
+	}},
+	{"TrimRefusesWhatIsNotATrim", func(t *testing.T, h *Harness) {
+		for _, p := range []jobs.TrimParams{
+			{Table: jobs.TableHot, Queue: "q", OlderThan: time.Hour, Limit: 10},
+			{Table: jobs.TableArchive, Queue: "q", Limit: 10},
+			{Table: jobs.TableArchive, Queue: "q", OlderThan: time.Hour},
+			{Table: jobs.TableDLQ, Queue: "q", OlderThan: time.Hour, Limit: jobs.MaxRescueBatch + 1},
+			{Table: jobs.TableDLQ, Queue: "bad queue", OlderThan: time.Hour, Limit: 10},
+			{Table: jobs.TableDLQ, OlderThan: time.Hour, Limit: 10},
+		} {
+			if _, err := h.Store.Trim(ctxOf(t), p); !errors.Is(err, jobs.ErrInvalidArgument) {
+				t.Fatalf("Trim(%+v): %v, want ErrInvalidArgument", p, err)
 			}
 		}
 	}},
