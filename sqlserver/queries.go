@@ -887,7 +887,7 @@ FROM @queues AS n
 ORDER BY n.Name;`
 
 // tableQueues lists one page of a table's distinct queue names after
-// @after (N'' to start), at most @maxQueues, one seek per queue on an index
+// @after (N” to start), at most @maxQueues, one seek per queue on an index
 // that starts with Queue: the retention loop pages on through every queue.
 func tableQueues(table string) string {
 	return `SET NOCOUNT ON;
