@@ -190,3 +190,47 @@ func ExampleClient_Resurrect() {
 	// resurrected: 1
 	// second run: succeeded attempt 1
 }
+
+// DigestArgs are the arguments of a recurring digest.
+type DigestArgs struct {
+	Audience string `json:"audience"`
+}
+
+func (DigestArgs) Kind() string { return "mail.digest" }
+
+// A recurring job: at every tick of the cron expression, read in its time
+// zone, one job of the Args' kind is enqueued, once across every process
+// that defines the schedule. This one ticks every second, so the example
+// sees a fire; a real one reads "0 7 * * 1-5" or "@hourly". Its job is due
+// at its tick, which ScheduledAt tells the handler.
+func Example_schedule() {
+	ctx := context.Background()
+	fired := make(chan string, 1)
+
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args DigestArgs) error {
+		select {
+		case fired <- fmt.Sprintf("digest for %s, tick on a whole second: %v", args.Audience, !job.ScheduledAt.IsZero() && job.ScheduledAt.Nanosecond() == 0):
+		default:
+		}
+		return nil
+	})
+	client, err := chokaq.New(ctx, chokaq.Config{
+		Store: memstore.New(),
+		Schedules: []chokaq.Schedule{{
+			Name:     "morning-digest",
+			Cron:     "@every 1s",
+			TimeZone: "Europe/Berlin",
+			Args:     DigestArgs{Audience: "subscribers"},
+		}},
+	}, reg)
+	if err != nil {
+		panic(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer client.Stop(context.Background())
+	fmt.Println(<-fired)
+	// Output: digest for subscribers, tick on a whole second: true
+}

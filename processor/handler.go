@@ -30,6 +30,10 @@ type Job struct {
 	Lease     int64
 	Tags      []string
 	CreatedAt time.Time
+	// ScheduledAt is when the job was due, on the store's clock: for a
+	// schedule's job, the tick it stands for; after a retry, the end of
+	// its backoff.
+	ScheduledAt time.Time
 	// Deadline is when this execution's timeout fires, by the local clock.
 	Deadline time.Time
 }

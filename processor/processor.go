@@ -448,7 +448,7 @@ func (p *Processor) execute(ws *workerSlots, f *fetched) {
 	rn := &run{
 		job: Job{
 			ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload, Attempt: st.AttemptCount,
-			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt,
+			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
 			Deadline: due,
 		},
 		ctx:  withDeadline{Context: jobCtx, at: due},
