@@ -181,8 +181,8 @@ func TestLiveWindowRereadsOnlyItsLastBuckets(t *testing.T) {
 	}
 	clock.Advance(2 * time.Second) // 10:00:05
 	refresh(false)
-	if p := lastRead(); !p.From.Equal(at("09:59:54")) || !p.To.Equal(at("10:00:04")) {
-		t.Fatalf("second read %v to %v, want 8 s before the last end to the new end", p.From, p.To)
+	if p := lastRead(); !p.From.Equal(at("09:59:56")) || !p.To.Equal(at("10:00:04")) {
+		t.Fatalf("second read %v to %v, want 6 s before the last end to the new end", p.From, p.To)
 	}
 	// A move that took its FinishedAt at 10:00:01 but commits only now:
 	// its interval was read already, twice, and is read again.
@@ -191,7 +191,7 @@ func TestLiveWindowRereadsOnlyItsLastBuckets(t *testing.T) {
 	clock.Advance(4 * time.Second)
 	clock.Advance(2 * time.Second) // 10:00:07
 	snap := refresh(true)
-	if p := lastRead(); !p.From.Equal(at("09:59:56")) || !p.To.Equal(at("10:00:06")) {
+	if p := lastRead(); !p.From.Equal(at("09:59:58")) || !p.To.Equal(at("10:00:06")) {
 		t.Fatalf("third read %v to %v", p.From, p.To)
 	}
 	v := snap.view("")
@@ -201,7 +201,7 @@ func TestLiveWindowRereadsOnlyItsLastBuckets(t *testing.T) {
 	// Buckets the overlap does not reach are kept from earlier reads.
 	clock.Advance(10 * time.Second) // 10:00:17
 	v = refresh(true).view("")
-	if p := lastRead(); !p.From.Equal(at("09:59:58")) || sum(v.Archived) != 2 || v.Archived[liveBuckets-8] != 2 {
+	if p := lastRead(); !p.From.Equal(at("10:00:00")) || sum(v.Archived) != 2 || v.Archived[liveBuckets-8] != 2 {
 		t.Fatalf("read from %v; archived %v", p.From, v.Archived[liveBuckets-10:])
 	}
 	// Away for longer than the window: it is read whole again, and the
@@ -320,6 +320,9 @@ func TestHistoryByHourAndDayWithReasons(t *testing.T) {
 		if r != w {
 			t.Fatalf("day %s: %+v, want %+v", r.start, r, w)
 		}
+	}
+	if strings.Contains(days.body, "sw-beyond") || strings.Contains(days.body, "sw-partly") {
+		t.Fatal("the legend explains a marking the chart does not have")
 	}
 	// The bars carry the same numbers.
 	for _, b := range []string{`class="bar-ok" x="`, `data-start="2026-03-02T00:00:00Z" data-n="2"`, `class="rs-fatal"`, `class="rs-timeout"`} {
@@ -465,7 +468,8 @@ func TestHistoryBeyondRetention(t *testing.T) {
 	r := f.get("/queue/mail?history=days")
 	wantStatus(t, r, http.StatusOK, `<td class="num kept-off">beyond retention</td>`, `<td class="num kept-off">0 (partly beyond retention)</td>`,
 		`<rect class="beyond" fill="url(#beyond-hatch)"`, "succeeded: beyond retention (kept 3d)",
-		"Succeeded (archive): kept 3d. Dead letters: kept 10d.")
+		"Succeeded (archive): kept 3d. Dead letters: kept 10d.", `<span class="sw sw-beyond"></span>beyond retention`,
+		`<span class="sw sw-partly"></span>partly beyond retention`)
 	if strings.Contains(r.body, `data-start="2026-03-05T00:00:00Z" data-n="1"><title>2026-03-05 UTC: 1 succeeded`) {
 		t.Fatal("a bar for a day beyond retention")
 	}

@@ -215,6 +215,9 @@ type historyChart struct {
 	Reasons []reasonKey // the reasons present, in legend order
 	Rows    []historyRow
 	Notes   []string
+	// Beyond and Partly: some bucket is (partly) beyond retention, so the
+	// legend explains the marking.
+	Beyond, Partly bool
 }
 
 // historyPanel is one half of the history: bars, a band for the buckets
@@ -412,6 +415,10 @@ func (d *Dashboard) historyView(h *historyData, queue string, settings []jobs.Qu
 		}
 		row.Dead = cell{N: sum, State: states[1][i]}
 		c.Rows = append(c.Rows, row)
+		for _, st := range []string{states[0][i], states[1][i]} {
+			c.Beyond = c.Beyond || st == keptBeyond
+			c.Partly = c.Partly || st == keptPartly
+		}
 
 		x := round1(plotLeft + float64(i)*slot + slot*0.15)
 		w := round1(slot * 0.7)

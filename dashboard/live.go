@@ -22,8 +22,9 @@ const (
 	// read already: a job's FinishedAt is taken from the store's clock
 	// when it moves, but the move may commit a few seconds later (on SQL
 	// Server the read skips rows still locked, READPAST), so the last
-	// buckets are read again and replaced until they are this old.
-	liveOverlap = 4 * liveBucket
+	// buckets are read again and replaced until they are this old. A poll
+	// every 2 s thus reads 8 s of rows.
+	liveOverlap = 3 * liveBucket
 )
 
 // finished is one queue's jobs that finished in one bucket.
