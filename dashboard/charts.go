@@ -137,9 +137,6 @@ type queueData struct {
 	// kept.
 	Archive, DeadLetters keep
 	Charts               chartsData
-	// URL is the page's own address, and Escaped the name as a query
-	// value, for the links to the job lists.
-	URL, Escaped string
 }
 
 // queuePageURL is where queue name's page is, under base. A name of dots
@@ -174,7 +171,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.lags.sparklines(&c)
-	data := queueData{Name: name, Settings: jobs.QueueSettings{Name: name}, Escaped: url.QueryEscape(name)}
+	data := queueData{Name: name, Settings: jobs.QueueSettings{Name: name}}
 	found := false
 	for _, q := range c.Queues {
 		if q.Queue == name {
@@ -195,8 +192,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		data.Counts.sparkline = drawSparkline(name, nil, lagSample{at: c.At})
 	}
 	data.Archive, data.DeadLetters = d.keeps(data.Settings)
-	data.URL = queuePageURL(d.base, name)
-	self, _, _ := strings.Cut(data.URL, "?")
+	self, _, _ := strings.Cut(queuePageURL(d.base, name), "?")
 	if self == d.path("/queue") {
 		v.Set("name", name)
 	}
