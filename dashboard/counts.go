@@ -28,6 +28,9 @@ type queueCounts struct {
 	PerSecond5m  float64 `json:"per_second_5m"`
 	Rate1m       string  `json:"rate_1m"`
 	Rate5m       string  `json:"rate_5m"`
+	// sparkline is the lag over the recent polls (lagHistory), filled
+	// in by the poller and the overview, not by counts.
+	sparkline
 }
 
 // counts is the overview: every queue and their total.

@@ -55,8 +55,10 @@ type Options struct {
 	// Actor names who made a request, for the action log. Default: the
 	// basic-auth user, "token" for a token login, else the remote address.
 	Actor func(*http.Request) string
-	// PollInterval is how often counts are refreshed for live pages and the
-	// store is polled for new dead letters (2s).
+	// PollInterval is how often counts are refreshed for live pages, the
+	// store is polled for new dead letters and the live chart's last
+	// intervals are read again (2s). The chart's points stay 2 s apart
+	// whatever the interval.
 	PollInterval time.Duration
 	// CSRFSecret keys the CSRF tokens. Empty: random, so tokens do not
 	// survive a restart. Login sessions are kept in memory and never do.
@@ -80,10 +82,12 @@ type Options struct {
 	// Retention is the retention loop's configuration (chokaq.Config's
 	// Retention, or Client.Retainer().Config()), so that the Queues page
 	// can show what a queue without a retention of its own keeps: "default
-	// (7d)". Zero fields are the loop's defaults. Nil: the dashboard does
-	// not know, and such a queue shows "default (global)". Leave it nil in
-	// a process that runs no retention loop, so the page does not claim a
-	// value that another process configures.
+	// (7d)", and the history chart can mark the hours and days older than
+	// it "beyond retention". Zero fields are the loop's defaults. Nil: the
+	// dashboard does not know, such a queue shows "default (global)" and
+	// its history is not marked. Leave it nil in a process that runs no
+	// retention loop, so the pages do not claim a value that another
+	// process configures.
 	Retention *retention.Config
 }
 
@@ -125,6 +129,14 @@ type Dashboard struct {
 	// trigger is the store when it can also enqueue (a jobs.Enqueuer, as
 	// a whole jobs.Store is): Trigger needs it. Nil hides Trigger.
 	trigger schedule.TriggerStore
+	// finished is the store when it counts finished jobs by time (the
+	// optional jobs.FinishedCounter): the charts need it. Nil shows a note
+	// in their place.
+	finished jobs.FinishedCounter
+	// live, history and lags feed the charts, shared by every viewer.
+	live    liveWindow
+	history historyCache
+	lags    lagHistory
 }
 
 var _ http.Handler = (*Dashboard)(nil)
@@ -197,6 +209,7 @@ func New(store jobs.Admin, opts Options) (*Dashboard, error) {
 		hosts: hosts, anyHost: anyHost, sessions: newSessions(), failures: newLimiter(), proxyHeader: header, proxies: proxies,
 		now: time.Now, bodyTimeout: formReadTimeout, global: global}
 	d.trigger, _ = store.(schedule.TriggerStore)
+	d.finished, _ = store.(jobs.FinishedCounter)
 	d.hub = newHub(opts.ConsoleHistory, opts.MaxStreams, d.poll)
 	d.handler = d.routes()
 	return d, nil
@@ -287,6 +300,10 @@ func (d *Dashboard) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", d.overviewPage)
 	mux.HandleFunc("GET /queues", d.queuesPage)
+	// One queue's page: by name, or, for names of dots only, as ?name=.
+	// Not under /queues/, where a GET of an action path must stay a 405.
+	mux.HandleFunc("GET /queue/{name}", d.queuePage)
+	mux.HandleFunc("GET /queue", d.queuePage)
 	mux.HandleFunc("GET /active", d.activePage)
 	mux.HandleFunc("GET /dead", d.deadPage)
 	mux.HandleFunc("GET /archive", d.archivePage)

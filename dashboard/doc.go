@@ -19,6 +19,17 @@
 // dashboard finds by polling the store, so they show up even when jobs die
 // in another process.
 //
+// The overview and each queue's page ({BasePath}/queue/{name}) draw charts
+// as inline SVG, on the server, without a charting library: a live chart
+// of the jobs that succeeded and that were dead-lettered per second over
+// the last 5 minutes, updated over the event stream, and a history per
+// hour (48 hours) or per day (14 days) with dead letters by reason, read
+// at most once a minute for every viewer. Both count the store's finish
+// instants, so they show the whole fleet's work; they need a store that
+// implements jobs.FinishedCounter, and say so when it does not. The
+// overview's queue table has a sparkline of each queue's lag over the
+// recent polls.
+//
 // The Schedules page lists the recurring jobs the store records (package
 // schedule): each one's cron and zone, job, missed-fire policy, next fire
 // (overdue or paused) and last fire, on the store's clock, with pause,

@@ -75,6 +75,9 @@ type message struct {
 	event string
 	id    uint64 // 0: no id line
 	data  []byte
+	// live is the live chart's window of a `live` event: each stream
+	// sends the view of the queue its page shows (liveSnap.json).
+	live *liveSnap
 }
 
 // subscriber is one open event stream. Its channel is closed when the hub
@@ -82,6 +85,8 @@ type message struct {
 // and catches up from the history by Last-Event-ID.
 type subscriber struct {
 	ch chan message
+	// live: the page shows a live chart and wants `live` events.
+	live bool
 }
 
 // hub fans events out to subscribers and keeps the console history. It runs
@@ -94,7 +99,8 @@ type hub struct {
 	size    int
 	subs    map[*subscriber]struct{}
 	maxSubs int
-	counts  []byte // latest counts JSON of the running poller
+	counts  []byte    // latest counts JSON of the running poller
+	live    *liveSnap // latest live chart window of the running poller
 	closed  bool
 
 	run        func(ctx context.Context)
@@ -138,6 +144,9 @@ func (h *hub) publishFrom(ctx context.Context, e Event) {
 // is dropped.
 func (h *hub) sendLocked(m message) {
 	for s := range h.subs {
+		if m.live != nil && !s.live {
+			continue
+		}
 		select {
 		case s.ch <- m:
 		default:
@@ -160,6 +169,30 @@ func (h *hub) setCounts(ctx context.Context, data []byte) {
 	h.sendLocked(message{event: "counts", data: data})
 }
 
+// setLive sends the live chart's window to the streams that show one.
+func (h *hub) setLive(ctx context.Context, snap *liveSnap) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ctx.Err() != nil {
+		return // a stopped poller
+	}
+	h.live = snap
+	h.sendLocked(message{event: "live", live: snap})
+}
+
+// liveWanted reports whether any open stream shows a live chart: the
+// poller reads the window only then.
+func (h *hub) liveWanted() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs {
+		if s.live {
+			return true
+		}
+	}
+	return false
+}
+
 // recent returns the last n events and the newest sequence number.
 func (h *hub) recent(n int) ([]Event, uint64) {
 	h.mu.Lock()
@@ -168,24 +201,31 @@ func (h *hub) recent(n int) ([]Event, uint64) {
 	return append([]Event(nil), h.history[from:]...), h.seq
 }
 
-// subscribe opens a stream. backlog holds the events after seq `after`;
-// counts is the latest counts message, if any. It fails once closed, and
-// when maxSubs streams are open: each holds a goroutine and a connection.
-func (h *hub) subscribe(after uint64) (s *subscriber, backlog []Event, counts []byte, err error) {
+// subscription is what a new stream starts with.
+type subscription struct {
+	backlog []Event   // the console events after the seq asked for
+	counts  []byte    // the latest counts message, if any
+	live    *liveSnap // the latest live chart window, if any and asked for
+}
+
+// subscribe opens a stream; live asks for `live` events too. It fails once
+// closed, and when maxSubs streams are open: each holds a goroutine and a
+// connection.
+func (h *hub) subscribe(after uint64, live bool) (s *subscriber, first subscription, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, nil, nil, errHubClosed
+		return nil, first, errHubClosed
 	}
 	if len(h.subs) >= h.maxSubs {
-		return nil, nil, nil, errHubFull
+		return nil, first, errHubFull
 	}
 	for _, e := range h.history {
 		if e.Seq > after {
-			backlog = append(backlog, e)
+			first.backlog = append(first.backlog, e)
 		}
 	}
-	s = &subscriber{ch: make(chan message, 64)}
+	s = &subscriber{ch: make(chan message, 64), live: live}
 	h.subs[s] = struct{}{}
 	if h.stopPoller == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -196,7 +236,11 @@ func (h *hub) subscribe(after uint64) (s *subscriber, backlog []Event, counts []
 			h.run(ctx)
 		}()
 	}
-	return s, backlog, h.counts, nil
+	first.counts = h.counts
+	if live {
+		first.live = h.live
+	}
+	return s, first, nil
 }
 
 func (h *hub) unsubscribe(s *subscriber) {
@@ -216,7 +260,7 @@ func (h *hub) stopPollerLocked() {
 	if h.stopPoller != nil {
 		h.stopPoller()
 		h.stopPoller = nil
-		h.counts = nil
+		h.counts, h.live = nil, nil
 	}
 }
 

@@ -290,7 +290,7 @@ func TestNoGoroutineOutlivesItsStream(t *testing.T) {
 
 func TestASlowStreamIsDroppedNotWaitedFor(t *testing.T) {
 	h := newHub(10, 10, func(ctx context.Context) { <-ctx.Done() })
-	s, _, _, _ := h.subscribe(0)
+	s, _, _ := h.subscribe(0, false)
 	for range 200 {
 		h.publish(Event{Text: "x"}) // never blocks
 	}

@@ -44,6 +44,14 @@ func newFixture(t *testing.T, opts Options, setup ...func(*Dashboard)) *fixture 
 // store's clock in hand.
 func newFixtureOn(t *testing.T, store *memstore.Store, opts Options, setup ...func(*Dashboard)) *fixture {
 	t.Helper()
+	return newFixtureOver(t, store, store, opts, setup...)
+}
+
+// newFixtureOver serves a new dashboard over admin, a wrapper of store
+// (which the seeding helpers use), for tests that count or hide what the
+// dashboard asks of the store.
+func newFixtureOver(t *testing.T, store *memstore.Store, admin jobs.Admin, opts Options, setup ...func(*Dashboard)) *fixture {
+	t.Helper()
 	f := &fixture{t: t, store: store, worker: "worker-1"}
 	core, logs := observer.New(zapcore.InfoLevel)
 	f.logs = logs
@@ -53,7 +61,7 @@ func newFixtureOn(t *testing.T, store *memstore.Store, opts Options, setup ...fu
 	if opts.PollInterval == 0 {
 		opts.PollInterval = 50 * time.Millisecond
 	}
-	d, err := New(f.store, opts)
+	d, err := New(admin, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,15 +11,6 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
-func (d *Dashboard) overviewPage(w http.ResponseWriter, r *http.Request) {
-	c, err := d.counts(r.Context())
-	if err != nil {
-		d.failErr(w, r, err)
-		return
-	}
-	d.render(w, r, http.StatusOK, "overview", "Overview", "overview", c)
-}
-
 // queueRow is one line of the queues page: the control row and the counts.
 type queueRow struct {
 	jobs.QueueSettings

@@ -22,9 +22,16 @@ const arrivalPage = 100
 // fresh counts and publishes dead letters that arrived since the last look.
 // Arrivals are found in the store, not through a hook, so jobs that die in
 // other processes show up too.
+//
+// Each poll also records every queue's lag for the sparklines and, when
+// the store counts finished jobs by time and a page with a live chart is
+// open, brings the chart's window up to date with one grouped read for
+// all queues (liveWindow.refresh), from which every stream takes its
+// queue's view.
 func (d *Dashboard) poll(ctx context.Context) {
 	var arr arrivals
 	var failing bool
+	d.lags.reset()
 	tick := time.NewTicker(d.opts.PollInterval)
 	defer tick.Stop()
 	for {
@@ -32,8 +39,16 @@ func (d *Dashboard) poll(ctx context.Context) {
 		if err == nil {
 			var c counts
 			if c, err = d.counts(ctx); err == nil {
+				d.lags.record(c)
+				d.lags.sparklines(&c)
 				data, _ := json.Marshal(c) // plain data always marshals
 				d.hub.setCounts(ctx, data)
+				if d.finished != nil && d.hub.liveWanted() {
+					var snap *liveSnap
+					if snap, err = d.live.refresh(ctx, d.finished, c.At, true); err == nil {
+						d.hub.setLive(ctx, snap)
+					}
+				}
 			}
 		}
 		if ctx.Err() != nil {

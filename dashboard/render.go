@@ -34,12 +34,12 @@ type pageTemplates struct {
 	sets map[string]*template.Template
 }
 
-var pageNames = []string{"overview", "queues", "schedules", "active", "dead", "archive", "job", "confirm", "login", "error"}
+var pageNames = []string{"overview", "queue", "queues", "schedules", "active", "dead", "archive", "job", "confirm", "login", "error"}
 
 func parseTemplates() (*pageTemplates, error) {
 	pt := &pageTemplates{sets: map[string]*template.Template{}}
 	for _, name := range pageNames {
-		t, err := template.New(name).Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		t, err := template.New(name).Funcs(templateFuncs).ParseFS(templateFS, "templates/layout.html", "templates/charts.html", "templates/"+name+".html")
 		if err != nil {
 			return nil, fmt.Errorf("dashboard: template %s: %w", name, err)
 		}
@@ -191,6 +191,10 @@ var templateFuncs = template.FuncMap{
 	"inSeconds":   inSeconds,
 	"queueURL":    queueURL,
 	"scheduleURL": scheduleURL,
+	"queuePage":   queuePageURL,
+	"lagSamples":  func() int { return lagSamples },
+	"add":         func(a, b float64) float64 { return a + b },
+	"sub":         func(a, b float64) float64 { return a - b },
 }
 
 // queueURL is where a queue's form posts action (pause, resume, settings),

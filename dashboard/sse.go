@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
 )
 
 // keepAlive is how often an idle stream sends a comment, so proxies and the
@@ -13,16 +15,26 @@ import (
 const keepAlive = 15 * time.Second
 
 // events streams Server-Sent Events: `counts` (the overview JSON, every
-// PollInterval) and `console` (an Event, with its Seq as the event id). A
-// reconnecting browser sends Last-Event-ID and gets the console events it
-// missed from the history; a fresh page passes ?after= with the last event
-// it rendered.
+// PollInterval), `console` (an Event, with its Seq as the event id) and,
+// for a page with a live chart (?live=1, and &queue= for one queue's),
+// `live` (the chart's window, every PollInterval). A reconnecting browser
+// sends Last-Event-ID and gets the console events it missed from the
+// history; a fresh page passes ?after= with the last event it rendered.
 func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
 	after, _ := strconv.ParseUint(r.Header.Get("Last-Event-ID"), 10, 64)
 	if after == 0 {
-		after, _ = strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		after, _ = strconv.ParseUint(q.Get("after"), 10, 64)
 	}
-	sub, backlog, latest, err := d.hub.subscribe(after)
+	live := q.Get("live") == "1" && d.finished != nil
+	queue := q.Get("queue")
+	if queue != "" {
+		if err := jobs.ValidateQueueName(queue); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
+	sub, first, err := d.hub.subscribe(after, live)
 	if err != nil {
 		w.Header().Set("Retry-After", "10")
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -41,6 +53,9 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 		// A client that stops reading must not hold the handler forever.
 		_ = rc.SetWriteDeadline(time.Now().Add(10 * time.Second))
 		var err error
+		if m.live != nil {
+			m.data = m.live.json(queue)
+		}
 		if m.event == "" {
 			_, err = fmt.Fprint(w, ": keep-alive\n\n")
 		} else if m.id != 0 {
@@ -54,17 +69,19 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request) {
 	if _, err := fmt.Fprintf(w, "retry: %d\n\n", max(1000, d.opts.PollInterval.Milliseconds())); err != nil {
 		return
 	}
-	for _, e := range backlog {
+	for _, e := range first.backlog {
 		data, _ := json.Marshal(e)
 		if !send(message{event: "console", id: e.Seq, data: data}) {
 			return
 		}
 	}
-	if latest != nil {
-		if !send(message{event: "counts", data: latest}) {
-			return
-		}
-	} else if rc.Flush() != nil {
+	if first.counts != nil && !send(message{event: "counts", data: first.counts}) {
+		return
+	}
+	if first.live != nil && !send(message{event: "live", live: first.live}) {
+		return
+	}
+	if first.counts == nil && first.live == nil && rc.Flush() != nil {
 		return
 	}
 

@@ -1,7 +1,7 @@
-// chokaq dashboard: live counts and console over Server-Sent Events, live
-// dead-letter rows, and a few form helpers. Plain JavaScript, no build.
-// Everything from the server goes into the page as text (textContent),
-// never as markup.
+// chokaq dashboard: live counts, charts and console over Server-Sent
+// Events, live dead-letter rows, and a few form helpers. Plain JavaScript,
+// no build. Everything from the server goes into the page as text
+// (textContent) or as an attribute value (setAttribute), never as markup.
 (function () {
   "use strict";
   var body = document.body;
@@ -12,8 +12,8 @@
   // Console panel.
   var consoleList = document.getElementById("console");
   function pad(n) { return n < 10 ? "0" + n : String(n); }
-  function clock(iso) {
-    var d = new Date(iso);
+  function clock(when) {
+    var d = new Date(when);
     return pad(d.getUTCHours()) + ":" + pad(d.getUTCMinutes()) + ":" + pad(d.getUTCSeconds());
   }
   function appendConsole(ev) {
@@ -30,13 +30,18 @@
   }
   if (consoleList) { consoleList.scrollTop = consoleList.scrollHeight; }
 
-  // Counts: every element with data-k inside a queue's row takes that key.
+  // Counts: every element with data-k inside a queue's row takes that key;
+  // a sparkline's polyline (data-points) takes its points.
   function fill(scope, data) {
     scope.querySelectorAll("[data-k]").forEach(function (el) {
       var k = el.dataset.k;
       if (!(k in data)) { return; }
       el.textContent = data[k];
       if (el.dataset.cls !== undefined) { el.className = el.dataset.cls + data[k]; }
+    });
+    scope.querySelectorAll("[data-points]").forEach(function (el) {
+      var k = el.dataset.points;
+      if (k in data) { el.setAttribute("points", data[k]); }
     });
   }
   var shownQueues = null;
@@ -50,13 +55,47 @@
       if (names !== shownQueues) { location.reload(); return; } // a queue came or went
     }
     c.queues.forEach(function (q) {
-      document.querySelectorAll('tr[data-queue="' + CSS.escape(q.queue) + '"]').forEach(function (row) { fill(row, q); });
+      var name = CSS.escape(q.queue);
+      document.querySelectorAll('tr[data-queue="' + name + '"], [data-counts-of="' + name + '"]').forEach(function (row) { fill(row, q); });
     });
     document.querySelectorAll("tr[data-totals]").forEach(function (row) { fill(row, c.total); });
     document.querySelectorAll("[data-total]").forEach(function (el) {
       var k = el.dataset.total;
       if (k in c.total) { el.textContent = c.total[k]; }
     });
+  }
+
+  // The live chart: the server sends the points, labels and numbers of the
+  // chart this page shows (its queue, or all queues); they are copied into
+  // the SVG's attributes and the table's cells.
+  var liveChart = document.getElementById("live-chart");
+  function applyLive(v) {
+    if (!liveChart || v.queue !== (liveChart.dataset.queue || "")) { return; }
+    var svg = liveChart.querySelector("svg");
+    svg.classList.toggle("is-empty", v.empty);
+    liveChart.querySelectorAll("[data-panel]").forEach(function (g) {
+      var p = v.panels[Number(g.dataset.panel)];
+      g.classList.toggle("is-empty", p.empty);
+      g.setAttribute("data-total", String(p.total));
+      g.querySelector("polyline").setAttribute("points", p.points);
+      g.querySelector('[data-y="max"]').textContent = p.max;
+      g.querySelector('[data-y="mid"]').textContent = p.mid;
+    });
+    liveChart.querySelectorAll("[data-x]").forEach(function (el) { el.textContent = v.x_labels[Number(el.dataset.x)]; });
+    liveChart.querySelectorAll('[data-live="summary"]').forEach(function (el) { el.textContent = v.summary; });
+    var start = Date.parse(v.start);
+    var rows = document.getElementById("live-rows");
+    if (!rows) { return; }
+    for (var i = 0; i < v.archived.length; i++) {
+      var tr = rows.rows[i];
+      if (!tr) {
+        tr = rows.insertRow();
+        for (var j = 0; j < 3; j++) { tr.insertCell().className = j ? "num" : ""; }
+      }
+      tr.cells[0].textContent = clock(start + i * v.bucket_seconds * 1000);
+      tr.cells[1].textContent = String(v.archived[i]);
+      tr.cells[2].textContent = String(v.dead[i]);
+    }
   }
 
   // A dead letter that arrives while the first page of the list is open,
@@ -134,13 +173,19 @@
   var live = document.getElementById("live");
   function connect() {
     if (!live || !window.EventSource) { return; }
-    var es = new EventSource(base + "/events?after=" + encodeURIComponent(body.dataset.seq || "0"));
+    var url = base + "/events?after=" + encodeURIComponent(body.dataset.seq || "0");
+    if (liveChart) {
+      url += "&live=1";
+      if (liveChart.dataset.queue) { url += "&queue=" + encodeURIComponent(liveChart.dataset.queue); }
+    }
+    var es = new EventSource(url);
     es.addEventListener("counts", function (e) {
       live.textContent = "live";
       live.className = "live on";
       applyCounts(JSON.parse(e.data));
       refreshJob();
     });
+    es.addEventListener("live", function (e) { applyLive(JSON.parse(e.data)); });
     es.addEventListener("console", function (e) {
       var ev = JSON.parse(e.data);
       appendConsole(ev);
@@ -172,6 +217,9 @@
         var box = document.getElementById(ta.dataset.check);
         if (box) { box.checked = true; }
       });
+    });
+    root.querySelectorAll("select[data-autosubmit]").forEach(function (sel) {
+      sel.addEventListener("change", function () { sel.form.submit(); });
     });
     root.querySelectorAll("input[data-select-all]").forEach(function (all) {
       all.addEventListener("change", function () {
