@@ -1,4 +1,4 @@
-# chokaq-go. `make test` is what CI runs; it needs only Go.
+# chokaq-go. `make test` is what CI runs; it needs Go, and SPIN and a C compiler for `make model`.
 SHELL           := /bin/bash
 GO              ?= go
 STATICCHECK     := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -11,14 +11,14 @@ FUZZTIME        ?= 30s
 # neither a browser driver nor a Docker client.
 MODULES         := . dashboard/browsertest sqlserver/sqlservertest/container
 
-.PHONY: help test fmt-check tidy-check vet staticcheck race fuzz test-sqlserver sqlserver-up sqlserver-down bench run
+.PHONY: help test fmt-check tidy-check vet staticcheck race steady-heap model fuzz test-sqlserver sqlserver-up sqlserver-down bench run
 
 ## help: list the targets.
 help:
 	@awk -F': ' '/^## [a-z-]+:/ {sub(/^## /, ""); printf "  %-16s %s\n", $$1, substr($$0, length($$1) + 3)}' $(MAKEFILE_LIST)
 
-## test: formatting, tidy modules, vet, staticcheck and every test with the race detector.
-test: fmt-check tidy-check vet staticcheck race
+## test: formatting, tidy modules, vet, staticcheck, every test with the race detector, the million-job heap run, and the model check.
+test: fmt-check tidy-check vet staticcheck race steady-heap model
 
 fmt-check:
 	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
@@ -36,6 +36,14 @@ staticcheck:
 race:
 	$(GO) test -race -count=1 ./...
 	cd dashboard/browsertest && $(GO) test -race -count=1 ./...
+
+## steady-heap: a million jobs through the in-memory store with retention, heap bounded (the race run does a quarter).
+steady-heap:
+	@set -o pipefail; $(GO) test -count=1 -run '^TestRetentionHoldsTheHeapSteady$$' -v ./retention/ | grep -E 'heap|^(ok|FAIL|---)'
+
+## model: check the SPIN model of the job protocol (docs/model): invariants, liveness, witnesses, broken variants.
+model:
+	docs/model/run_checks.sh
 
 ## fuzz: run every fuzz target for FUZZTIME (30s) each; `make test` runs their seed corpora.
 fuzz:

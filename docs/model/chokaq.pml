@@ -1,0 +1,861 @@
+/*
+ * chokaq.pml: the job protocol of chokaq-go, for SPIN 6.
+ *
+ * docs/model/README.md explains every process and variable, maps every
+ * step to the store statement or processor function it stands for, and
+ * says what the bound covers; docs/adr/0021-formal-model.md says what the
+ * model proves and what it cannot. run_checks.sh runs it (`make model`).
+ *
+ * Every store statement is one d_step: the model takes a statement as
+ * atomic and fenced, which SQL Server's locks give each statement (the
+ * SQL tests and ADRs 0015 and 0016 argue that separately). A call made of
+ * several statements (a Transition with more than one list, a claim
+ * retried after a lost reply) is several steps, and other steps
+ * interleave between them. SAY narrates a counterexample when it is
+ * replayed (pan -r); only a verifier built with -DNARRATE has the text
+ * (MODEL_VERBOSE=1), since the search itself never prints.
+ *
+ * Broken variants: each is one #define (run_checks.sh passes it as -D),
+ * and must make the property named beside it fail.
+ *   #define BROKEN_NO_LEASE_BUMP         I1  a claim does not add one to RunLease
+ *   #define BROKEN_COMPLETE_NO_LEASE     I1  complete matches Id and Status, not RunLease
+ *   #define BROKEN_START_NO_STATUS       I1  start matches Id and RunLease, not Status
+ *   #define BROKEN_ADOPT_BY_WORKER       I1  adoption matches WorkerId, not ClaimId
+ *   #define BROKEN_SPLIT_MOVE            I2  complete deletes, then inserts, in two statements
+ *   #define BROKEN_PHASE1_BUMPS_ATTEMPT  I3  rescue phase 1 adds one to AttemptCount
+ *   #define BROKEN_ZOMBIE_BELOW_BEAT     I3  a queue's zombie timeout below the heartbeat interval
+ *   #define BROKEN_ZOMBIE_TO_PENDING     I4  rescue phase 2 sends expired jobs back to Pending
+ *   #define BROKEN_COUNT_OUTSIDE_LOCK    I6  the claim counts active jobs before it locks the queue
+ */
+
+#ifdef NARRATE
+#define SAY(...) printf(__VA_ARGS__)
+#else
+#define SAY(...) skip
+#endif
+
+/* ---- the bound (README, "The bound") ---- */
+#define NJ 2            /* jobs */
+#define NW 2            /* processor processes */
+#define NK 3            /* worker goroutines: 0 (and 1, scenario 6) in process 0, 2 in process 1 */
+#ifndef SCENARIO
+#define SCENARIO 0      /* 0: every scenario in one search; n: scenario n alone (init) */
+#endif
+#ifndef QSPLIT
+#define QSPLIT 2        /* job 1 in queue 0 (0), in queue 1 (1), or either (2) */
+#endif
+
+/* ---- settings, in ticks of the store's clock: the smallest values that keep
+ * every ordering the rules rely on (ReleaseAfter < FetchedJobTimeout, the
+ * heartbeat interval within each zombie timeout, queue 1's own timeouts
+ * apart from the global ones) ---- */
+#define HBMAX 1         /* HeartbeatIntervalMax */
+#define RA 1            /* ReleaseAfter = FetchedJobTimeout / 2 */
+#define FT 2            /* FetchedJobTimeout (rescue phase 1) */
+#define ZT0 2           /* ProcessingZombieTimeout: queue 0 sets no zombie timeout */
+#ifdef BROKEN_ZOMBIE_BELOW_BEAT
+#define ZT1 0
+#else
+#define ZT1 1           /* queue 1's ZombieTimeoutSeconds */
+#endif
+#define ET0 2           /* DefaultTimeout: queue 0 sets no execution timeout */
+#define ET1 1           /* queue 1's ExecutionTimeoutSeconds */
+#define MAXW0 1         /* queue 0's MaxWorkers; queue 1 has none */
+#define CAPU 3          /* every rule asks only whether an age passed a timeout: an age stops one
+                           tick past the longest it meets, and the clock runs forever in finite states */
+#define CAPH 3
+#define CAPS 3
+#define ZT(q) ((q) == 0 -> ZT0 : ZT1)
+#define ET(q) ((q) == 0 -> ET0 : ET1)
+
+/* JobsHot.Status */
+#define PEND 0
+#define FETCH 1
+#define PROC 2
+
+/* ---- the store: one row per job, and the table that holds it ---- */
+bit  inHot[NJ] = 1;     /* both jobs enqueued: Pending and due */
+bit  inArch[NJ], inDlq[NJ];
+byte st[NJ];            /* Status, while hot */
+byte att[NJ];           /* AttemptCount */
+byte snz[NJ];           /* SnoozeCount */
+bit  due[NJ] = 1;       /* ScheduledAtUtc <= now */
+bit  cr[NJ];            /* CancelRequestedUtc IS NOT NULL */
+byte ageU[NJ];          /* now - LastUpdatedUtc, while Fetched */
+byte ageH[NJ];          /* now - HeartbeatUtc, while Processing */
+byte ageS[NJ];          /* now - StartedAtUtc: DeadlineUtc < now is ageS > the queue's timeout */
+byte cid[NJ];           /* p + 1: Fetched under the ClaimId of a claim of process p whose reply was lost */
+byte qof[NJ];           /* Queue */
+#ifdef BROKEN_ADOPT_BY_WORKER
+byte wid[NJ];           /* WorkerId: p + 1, 0 for NULL */
+#endif
+
+/* ---- processor processes ---- */
+bit  frozen[NW], dead[NW], stopping[NW];
+byte bj[NW];            /* the prefetch buffer (PrefetchSize 1): job + 1, or 0 */
+bit  bcur[NW];          /* its ref's lease is the row's RunLease */
+byte bs[NW];            /* its SnoozeCount, as claimed */
+byte fl[NW];            /* queue + 1 while Claim retries after a lost reply */
+byte late[NW];          /* queue + 1 while a claim attempt the network held up may still run */
+#ifdef BROKEN_COUNT_OUTSIDE_LOCK
+byte seen[NW];          /* queue 0's active count + 1, read before the lock */
+#endif
+
+/* worker goroutines: processor.execute for one job */
+#define G_IDLE 0
+#define G_START 1       /* start queued in the batcher */
+#define G_FAILREL 2     /* the start call failed: release the job */
+#define G_FAILRETRY 3   /* nothing released: hand the job back with a retry */
+#define G_RUN 4         /* handler running; the heartbeater beats the job */
+#define G_OUT 5         /* the handler returned: its outcome is being written */
+#define G_SNOOZE 6      /* a snooze is being written */
+byte gph[NK];
+byte gj[NK];            /* the job */
+bit  gcur[NK];          /* the ref's lease is the row's RunLease */
+byte ga[NK];            /* AttemptCount, as Start reported it */
+byte gs[NK];            /* SnoozeCount, as claimed */
+byte gc[NK];            /* context.Cause of the handler's context: the first cancel wins */
+#define C_NONE 0
+#define C_LOST 1        /* errLeaseLost */
+#define C_CANCEL 2      /* ErrCancelled */
+#define C_SHUT 3        /* errShutdown */
+byte gk[NK];            /* the transition to write */
+#define K_START 1
+#define K_COMPLETE 2
+#define K_RETRY 3       /* Retry after the backoff */
+#define K_RETRY0 4      /* Retry with no delay */
+#define K_DL 5
+byte gq[NK];            /* the request in the batcher */
+#define Q_NONE 0
+#define Q_QUEUED 1
+#define Q_INFL 2
+byte gres[NK];          /* its answer */
+#define RES_OK 1
+#define RES_LOST 2      /* ErrLeaseLost */
+#define RES_CANCELLED 3 /* ErrCancelled: the store dead-lettered the job instead */
+#define RES_CALLFAIL 4  /* the call failed or its reply was lost */
+bit  greg[NK];          /* in the heartbeater */
+bit  gcan[NK];          /* beat.cancelled: an operator's cancel reached the handler */
+byte bstage;            /* process 0's call in flight: 0 none, 1-4 the next list, 5 none left */
+
+/* handler results */
+#define R_NIL 0
+#define R_ERR 1
+#define R_SNOOZE 2
+
+/* ---- the scenario: what may happen in one run, set once by init ---- */
+byte leaveB;            /* crashes plus Stops (at most NW - 1: one process stays) */
+byte freezeB;           /* freezes (each resumes) */
+byte lossB;             /* calls whose reply is lost */
+byte staleB;            /* buffered jobs released for waiting ReleaseAfter */
+byte cancelB;           /* operator cancels */
+byte resB;              /* operator resurrects */
+byte maxatt = 1;        /* MaxAttempts */
+byte maxsnz = 0;        /* MaxSnoozes */
+bit  group;             /* process 0 runs two goroutines, their calls group-committed */
+
+/* ---- ghosts: what the properties read; no step's guard reads them ---- */
+bit  kept[NJ];          /* Processing, and its holder has stayed live since the start */
+byte attc[NJ];          /* AttemptCount when claimed */
+bit  badI1, badI3a, badI3b, badI4;
+#ifdef BROKEN_SPLIT_MOVE
+bit  limbo[NJ];         /* deleted from JobsHot, not yet inserted into JobsArchive */
+#endif
+
+/* temporaries of d_steps: not part of the state */
+hidden byte t_j, t_n, t_k, t_s;
+hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_cid, s_live;
+
+#define PW(k)         ((k) < 2 -> 0 : 1)
+#define ALIVE(w)      (!dead[w] && !frozen[w])
+#define BATCHED(k)    (group && (k) < 2)
+#define LIVE(j, c)    ((c) && inHot[j] && st[j] != PEND)
+#define RUNNING(j, c) ((c) && inHot[j] && st[j] == PROC)
+
+/* the holders of job j's current lease */
+#define BHOLD(w, j)   (bj[w] == (j) + 1 && bcur[w])
+#define GHOLD(k, j)   (gph[k] != G_IDLE && gj[k] == (j) && gcur[k])
+#define HOLDERS(j)    (BHOLD(0, j) + BHOLD(1, j) + GHOLD(0, j) + GHOLD(1, j) + GHOLD(2, j))
+#define LHELD(j)      ((ALIVE(0) && (BHOLD(0, j) || GHOLD(0, j) || GHOLD(1, j))) || \
+                       (ALIVE(1) && (BHOLD(1, j) || GHOLD(2, j))))
+
+/* a queue's Fetched plus Processing jobs */
+#define ACTIVE(q)     ((inHot[0] && st[0] != PEND && qof[0] == (q)) + (inHot[1] && st[1] != PEND && qof[1] == (q)))
+#define DUEPEND(j)    (inHot[j] && st[j] == PEND && due[j])
+#ifdef BROKEN_COUNT_OUTSIDE_LOCK
+#define CAPOK(w, q)   ((q) != 0 || (seen[w] > 0 && seen[w] - 1 < MAXW0))
+#else
+#define CAPOK(w, q)   ((q) != 0 || ACTIVE(0) < MAXW0)
+#endif
+#define CLAIMABLE(w, j) (DUEPEND(j) && CAPOK(w, qof[j]))
+#define FREE_TO_CLAIM(w) (fetches && ALIVE(w) && !stopping[w] && fl[w] == 0 && bj[w] == 0)
+#ifdef BROKEN_ADOPT_BY_WORKER
+#define ADOPTABLE(w, j) (inHot[j] && st[j] == FETCH && wid[j] == (w) + 1)
+#define SETWID(j, v)  wid[j] = (v)
+#else
+#define ADOPTABLE(w, j) (inHot[j] && st[j] == FETCH && cid[j] == (w) + 1)
+#define SETWID(j, v)  skip      /* only the broken adoption reads WorkerId */
+#endif
+#ifdef BROKEN_START_NO_STATUS
+#define START_MATCH(j, c) ((c) && inHot[j] && st[j] != PROC)
+#else
+#define START_MATCH(j, c) (LIVE(j, c) && st[j] == FETCH)
+#endif
+
+/*
+ * What a live process (neither frozen nor dead) promises about time; the
+ * clock does not tick past it. T1: it beats every job it runs, and
+ * answers its own store calls, within HeartbeatIntervalMax. T2: it starts
+ * or releases a buffered job before the job has waited ReleaseAfter.
+ * A frozen or dead process promises nothing.
+ */
+#define T1(j)         (inHot[j] && st[j] == PROC && kept[j] && ageH[j] >= HBMAX)
+#define T2(j)         (inHot[j] && st[j] == FETCH && ageU[j] >= RA && LHELD(j))
+#define TIME_BLOCKED  (T1(0) || T1(1) || T2(0) || T2(1))
+
+/* ---- fences: a statement under a lease that is not current changes nothing (I1) ---- */
+inline snap(j) {
+  s_h = inHot[j]; s_a = inArch[j]; s_d = inDlq[j]; s_st = st[j]; s_att = att[j]; s_snz = snz[j];
+  s_due = due[j]; s_cr = cr[j]; s_u = ageU[j]; s_hb = ageH[j]; s_s = ageS[j]; s_cid = cid[j]
+}
+#define CHANGED(j) (s_h != inHot[j] || s_a != inArch[j] || s_d != inDlq[j] || s_st != st[j] || \
+  s_att != att[j] || s_snz != snz[j] || s_due != due[j] || s_cr != cr[j] || s_u != ageU[j] || \
+  s_hb != ageH[j] || s_s != ageS[j] || s_cid != cid[j])
+inline fenceBegin(j, c) { s_live = LIVE(j, c); snap(j) }
+inline fenceEnd(j) {
+  if
+  :: !s_live && CHANGED(j) -> badI1 = 1
+  :: else -> skip
+  fi
+}
+
+/* ---- moves ---- */
+/* A row that leaves a status keeps nothing of it in the model (its stamps
+ * no rule reads again), so states that differ only there are one state. */
+inline clearHot(j) {
+  st[j] = PEND; due[j] = 0; cr[j] = 0; ageU[j] = 0; ageH[j] = 0; ageS[j] = 0;
+  cid[j] = 0; kept[j] = 0; attc[j] = 0; SETWID(j, 0)
+}
+/* Every way back to Pending passes here; byHolder says the step is the
+ * lease holder's own statement, matched on its lease. */
+inline toPending(j, byHolder) {
+  if
+  :: st[j] == PROC && !byHolder -> badI4 = 1
+  :: else -> skip
+  fi;
+  if
+  :: st[j] == FETCH && att[j] != attc[j] -> badI3a = 1
+  :: else -> skip
+  fi;
+  clearHot(j)
+}
+inline toDLQ(j) { inHot[j] = 0; inDlq[j] = 1; clearHot(j) }
+inline toArchive(j) {
+  inHot[j] = 0;
+#ifdef BROKEN_SPLIT_MOVE
+  limbo[j] = 1;         /* the INSERT is a statement of its own */
+#else
+  inArch[j] = 1;
+#endif
+  clearHot(j)
+}
+
+/* A claim adds one to RunLease: no ref handed out before matches the row
+ * again, since RunLease only grows. */
+inline newLease(j) {
+  if
+  :: bj[0] == j + 1 -> bcur[0] = 0
+  :: else -> skip
+  fi;
+  if
+  :: bj[1] == j + 1 -> bcur[1] = 0
+  :: else -> skip
+  fi;
+  t_k = 0;
+  do
+  :: t_k < NK ->
+     if
+     :: gph[t_k] != G_IDLE && gj[t_k] == j -> gcur[t_k] = 0
+     :: else -> skip
+     fi;
+     t_k++
+  :: else -> break
+  od
+}
+/* qClaim's UPDATE of one row, under the queue's lock */
+inline claimRow(w, j) {
+#ifndef BROKEN_NO_LEASE_BUMP
+  newLease(j);
+#endif
+  st[j] = FETCH; due[j] = 0; ageU[j] = 0; cid[j] = 0; attc[j] = att[j]; SETWID(j, w + 1)
+#ifdef BROKEN_COUNT_OUTSIDE_LOCK
+  ; seen[w] = 0
+#endif
+}
+inline deliver(w, j) { bj[w] = j + 1; bcur[w] = 1; bs[w] = snz[j] }
+
+/* qRelease for one ref */
+inline releaseStmt(j, c, n) {
+  fenceBegin(j, c);
+  if
+  :: LIVE(j, c) && st[j] == FETCH -> toPending(j, 1); due[j] = 1; n = 1;
+     SAY("Release(job %d): Fetched -> Pending\n", j)
+  :: else -> n = 0; SAY("Release(job %d): no row matched\n", j)
+  fi;
+  fenceEnd(j)
+}
+/* qTransition's retry list: a job whose cancel was requested goes to the DLQ instead */
+inline retryStmt(j, c, nodelay, res) {
+  fenceBegin(j, c);
+  if
+  :: RUNNING(j, c) && cr[j] -> toDLQ(j); res = RES_CANCELLED;
+     SAY("Retry(job %d): cancel requested, so DLQ as Cancelled (ErrCancelled)\n", j)
+  :: RUNNING(j, c) && !cr[j] -> toPending(j, 1); due[j] = nodelay; res = RES_OK;
+     SAY("Retry(job %d): Processing -> Pending, AttemptCount %d kept\n", j, att[j])
+  :: else -> res = RES_LOST; SAY("Retry(job %d): lease lost, nothing changed\n", j)
+  fi;
+  fenceEnd(j)
+}
+/* qTransition's start list (and qStart) */
+inline startStmt(k) {
+  t_j = gj[k];
+  fenceBegin(t_j, gcur[k]);
+  if
+  :: START_MATCH(t_j, gcur[k]) ->
+     if
+     :: st[t_j] == FETCH -> SAY("Start(job %d): Fetched -> Processing, attempt %d\n", t_j, att[t_j] + 1)
+     :: else -> SAY("Start(job %d): Pending -> Processing, attempt %d\n", t_j, att[t_j] + 1)
+     fi;
+     st[t_j] = PROC; att[t_j] = att[t_j] + 1; ageU[t_j] = 0; ageH[t_j] = 0; ageS[t_j] = 0;
+     cid[t_j] = 0; attc[t_j] = 0; kept[t_j] = 1; ga[k] = att[t_j]; gres[k] = RES_OK
+  :: RUNNING(t_j, gcur[k]) -> ga[k] = att[t_j]; gres[k] = RES_OK;
+     SAY("Start(job %d): its own start, repeated: reported again\n", t_j)
+  :: else -> gres[k] = RES_LOST; SAY("Start(job %d): lease lost, nothing changed\n", t_j)
+  fi;
+  fenceEnd(t_j)
+}
+/* qTransition's complete list (and qComplete) */
+inline completeStmt(k) {
+  t_j = gj[k];
+  fenceBegin(t_j, gcur[k]);
+  if
+#ifdef BROKEN_COMPLETE_NO_LEASE
+  :: inHot[t_j] && st[t_j] == PROC ->
+#else
+  :: RUNNING(t_j, gcur[k]) ->
+#endif
+     toArchive(t_j); gres[k] = RES_OK; SAY("Complete(job %d): Processing -> JobsArchive\n", t_j)
+  :: else -> gres[k] = RES_LOST; SAY("Complete(job %d): lease lost, nothing changed\n", t_j)
+  fi;
+  fenceEnd(t_j)
+}
+/* qTransition's dead-letter list (and qDeadLetter) */
+inline deadLetterStmt(k) {
+  t_j = gj[k];
+  fenceBegin(t_j, gcur[k]);
+  if
+  :: RUNNING(t_j, gcur[k]) -> toDLQ(t_j); gres[k] = RES_OK; SAY("DeadLetter(job %d): Processing -> JobsDLQ\n", t_j)
+  :: else -> gres[k] = RES_LOST; SAY("DeadLetter(job %d): lease lost, nothing changed\n", t_j)
+  fi;
+  fenceEnd(t_j)
+}
+/* the statement that writes goroutine k's transition */
+inline writeStmt(k) {
+  SAY("P%d.g%d ", PW(k), k);
+  if
+  :: gk[k] == K_START -> startStmt(k)
+  :: gk[k] == K_COMPLETE -> completeStmt(k)
+  :: gk[k] == K_RETRY || gk[k] == K_RETRY0 -> retryStmt(gj[k], gcur[k], gk[k] == K_RETRY0, gres[k])
+  :: gk[k] == K_DL -> deadLetterStmt(k)
+  fi
+}
+/* qSnooze */
+inline snoozeStmt(k) {
+  t_j = gj[k];
+  fenceBegin(t_j, gcur[k]);
+  SAY("P%d.g%d ", PW(k), k);
+  if
+  :: RUNNING(t_j, gcur[k]) && cr[t_j] -> toDLQ(t_j);
+     SAY("Snooze(job %d): cancel requested, so DLQ as Cancelled\n", t_j)
+  :: RUNNING(t_j, gcur[k]) && !cr[t_j] ->
+     toPending(t_j, 1); att[t_j] = att[t_j] - 1; snz[t_j] = snz[t_j] + 1;
+     SAY("Snooze(job %d): Processing -> Pending, the attempt given back\n", t_j)
+  :: else -> SAY("Snooze(job %d): lease lost, nothing changed\n", t_j)
+  fi;
+  fenceEnd(t_j)
+}
+/* qHeartbeat for one ref, and what the heartbeater does with the answer */
+inline beat(k) {
+  t_j = gj[k];
+  fenceBegin(t_j, gcur[k]);
+  if
+  :: RUNNING(t_j, gcur[k]) ->
+     ageH[t_j] = 0;
+     if
+     :: cr[t_j] && !gcan[k] && gph[k] == G_RUN ->
+        gcan[k] = 1;
+        if
+        :: gc[k] == C_NONE -> gc[k] = C_CANCEL
+        :: else -> skip
+        fi;
+        SAY("P%d.g%d Heartbeat(job %d): stamped; cancel requested: handler cancelled (ErrCancelled)\n", PW(k), k, t_j)
+     :: else -> SAY("P%d.g%d Heartbeat(job %d): stamped\n", PW(k), k, t_j)
+     fi
+  :: else ->
+     if
+     :: gph[k] == G_RUN && gc[k] == C_NONE -> gc[k] = C_LOST;
+        SAY("P%d.g%d Heartbeat(job %d): lost; handler cancelled (lease lost)\n", PW(k), k, t_j)
+     :: else ->                            /* finishing: the outcome's write decides */
+        SAY("P%d.g%d Heartbeat(job %d): lost; beat dropped\n", PW(k), k, t_j)
+     fi;
+     greg[k] = 0
+  fi;
+  fenceEnd(t_j)
+}
+
+/* ---- processor ---- */
+inline clearG(k) {
+  gph[k] = G_IDLE; gj[k] = 0; gcur[k] = 0; ga[k] = 0; gs[k] = 0; gc[k] = C_NONE;
+  gk[k] = 0; gq[k] = Q_NONE; gres[k] = 0; greg[k] = 0; gcan[k] = 0
+}
+inline pop(k, w) {
+  gj[k] = bj[w] - 1; gcur[k] = bcur[w]; gs[k] = bs[w]; bj[w] = 0; bcur[w] = 0; bs[w] = 0;
+  gph[k] = G_START; gk[k] = K_START
+}
+/* what a worker does with its call's answer */
+inline answer(k) {
+  if
+  :: gk[k] == K_START && gres[k] == RES_OK ->
+     gph[k] = G_RUN; greg[k] = 1; gk[k] = 0;
+     gc[k] = (stopping[PW(k)] -> C_SHUT : C_NONE);
+     SAY("P%d.g%d handler of job %d runs, beaten by the heartbeater\n", PW(k), k, gj[k])
+  :: gk[k] == K_START && gres[k] == RES_LOST -> clearG(k)           /* lease lost before start */
+  :: gk[k] == K_START && gres[k] == RES_CALLFAIL -> gph[k] = G_FAILREL; gk[k] = 0;
+     SAY("P%d.g%d start failed (no reply): giving job %d back\n", PW(k), k, gj[k])
+  :: gk[k] != K_START && gres[k] == RES_CALLFAIL ->
+     SAY("P%d.g%d outcome of job %d: no reply; write() tries again\n", PW(k), k, gj[k])
+  :: gk[k] != K_START && gres[k] != RES_CALLFAIL -> clearG(k)
+  fi;
+  gq[k] = Q_NONE; gres[k] = 0
+}
+/* processor.settle: the first row of docs/design.md (Outcomes) that applies */
+inline outcome(k, kind) { gph[k] = G_OUT; gk[k] = kind }
+inline settle(k, r) {
+  SAY("P%d.g%d handler of job %d returns ", PW(k), k, gj[k]);
+  if
+  :: r == R_NIL -> SAY("nil")
+  :: r == R_ERR -> SAY("an error")
+  :: r == R_SNOOZE -> SAY("Snooze(d)")
+  fi;
+  if
+  :: gc[k] == C_LOST -> SAY(", its context cancelled: lease lost\n")
+  :: gc[k] == C_CANCEL -> SAY(", its context cancelled: ErrCancelled\n")
+  :: gc[k] == C_SHUT -> SAY(", its context cancelled: shutdown\n")
+  :: gc[k] == C_NONE -> SAY("\n")
+  fi;
+  if
+  :: gc[k] == C_LOST -> clearG(k)                         /* writes nothing */
+  :: gc[k] != C_LOST && r == R_NIL -> outcome(k, K_COMPLETE)
+  :: gc[k] == C_CANCEL && r != R_NIL -> outcome(k, K_DL)
+  :: (gc[k] == C_NONE || gc[k] == C_SHUT) && r == R_SNOOZE ->
+     if
+     :: gs[k] >= maxsnz -> outcome(k, K_DL)                /* SnoozeLimitExceeded */
+     :: else -> gph[k] = G_SNOOZE
+     fi
+  :: gc[k] == C_SHUT && r == R_ERR -> outcome(k, K_RETRY0)
+  :: gc[k] == C_NONE && r == R_ERR ->
+     if
+     :: ga[k] >= maxatt -> outcome(k, K_DL)                /* MaxRetriesExceeded */
+     :: else -> outcome(k, K_RETRY)
+     fi
+  fi
+}
+/* A process that freezes or dies stops beating: its jobs are no longer kept. */
+inline unkeep(w) {
+  t_k = 0;
+  do
+  :: t_k < NK ->
+     if
+     :: PW(t_k) == w && gph[t_k] != G_IDLE && RUNNING(gj[t_k], gcur[t_k]) -> kept[gj[t_k]] = 0
+     :: else -> skip
+     fi;
+     t_k++
+  :: else -> break
+  od;
+  skip
+}
+inline killProc(w) {
+  unkeep(w);
+  dead[w] = 1; frozen[w] = 0; bj[w] = 0; bcur[w] = 0; bs[w] = 0; fl[w] = 0;
+  if
+  :: w == 0 -> clearG(0); clearG(1); bstage = 0
+  :: else -> clearG(2)
+  fi
+#ifdef BROKEN_COUNT_OUTSIDE_LOCK
+  ; seen[w] = 0
+#endif
+}
+
+/* ---- processes ---- */
+
+/* The fetch loop (processor.fetchLoop) and the store's Claim, which a
+ * lost reply makes retry: it adopts the rows its ClaimId stamped, else
+ * claims again. */
+#define CLAIM_OPTIONS(J) \
+  :: d_step { FREE_TO_CLAIM(w) && CLAIMABLE(w, J) -> claimRow(w, J); deliver(w, J); \
+       SAY("P%d Claim: job %d (queue %d) Fetched under a new lease, buffered\n", w, J, qof[J]) } \
+  :: d_step { FREE_TO_CLAIM(w) && CLAIMABLE(w, J) && lossB > 0 -> \
+       lossB--; claimRow(w, J); cid[J] = w + 1; fl[w] = qof[J] + 1; \
+       SAY("P%d Claim: job %d Fetched under its ClaimId; the reply is lost\n", w, J) } \
+  :: d_step { FREE_TO_CLAIM(w) && CLAIMABLE(w, J) && lossB > 0 -> \
+       lossB--; fl[w] = qof[J] + 1; late[w] = qof[J] + 1; \
+       SAY("P%d Claim of queue %d: no reply; the attempt is held up on its way\n", w, qof[J]) } \
+  :: d_step { fetches && ALIVE(w) && fl[w] != 0 && ADOPTABLE(w, J) -> deliver(w, J); cid[J] = 0; fl[w] = 0; \
+       SAY("P%d Claim, retried: adopts job %d, Fetched by this worker\n", w, J) } \
+  :: d_step { fetches && ALIVE(w) && fl[w] != 0 && !ADOPTABLE(w, 0) && !ADOPTABLE(w, 1) && \
+       qof[J] == fl[w] - 1 && CLAIMABLE(w, J) -> claimRow(w, J); deliver(w, J); fl[w] = 0; \
+       SAY("P%d Claim, retried: nothing to adopt; job %d Fetched under a new lease\n", w, J) } \
+  :: d_step { fetches && late[w] != 0 && fl[w] == 0 && qof[J] == late[w] - 1 && CLAIMABLE(w, J) -> \
+       claimRow(w, J); late[w] = 0; \
+       SAY("P%d's held-up claim attempt runs now: job %d Fetched, held by nobody\n", w, J) }
+
+#ifdef BROKEN_COUNT_OUTSIDE_LOCK
+#define COUNT_OPTION \
+  :: d_step { FREE_TO_CLAIM(w) && seen[w] == 0 && ((DUEPEND(0) && qof[0] == 0) || (DUEPEND(1) && qof[1] == 0)) -> \
+       seen[w] = ACTIVE(0) + 1; SAY("P%d counts queue 0's active jobs: %d\n", w, seen[w] - 1) }
+#else
+#define COUNT_OPTION
+#endif
+
+/* A processor process's worker goroutine k (processor.worker, execute,
+ * settle, write) with the heartbeater's beats of the job it runs, and,
+ * if fetches, the process's fetch loop. A goroutine of the batched
+ * process hands its start and outcome to the Batcher; any other makes the
+ * one-job call itself, which is what a batch of one is. */
+proctype Worker(byte w; byte k; bit fetches) {
+end:
+  do
+  /* the fetch loop */
+  CLAIM_OPTIONS(0)
+  CLAIM_OPTIONS(1)
+  :: d_step { fetches && ALIVE(w) && fl[w] != 0 && !ADOPTABLE(w, 0) && !ADOPTABLE(w, 1) &&
+       !(qof[0] == fl[w] - 1 && CLAIMABLE(w, 0)) && !(qof[1] == fl[w] - 1 && CLAIMABLE(w, 1)) ->
+       fl[w] = 0; SAY("P%d Claim, retried: nothing to adopt or claim\n", w) }
+  :: d_step { fetches && late[w] != 0 && fl[w] == 0 -> late[w] = 0;
+       SAY("P%d's held-up claim attempt never runs\n", w) }
+  COUNT_OPTION
+  :: d_step { fetches && ALIVE(w) && bj[w] != 0 &&
+       (!LIVE(bj[w] - 1, bcur[w]) || (ageU[bj[w] - 1] >= RA && staleB > 0)) ->
+       t_j = bj[w] - 1;
+       if
+       :: LIVE(t_j, bcur[w]) -> staleB--
+       :: else -> skip
+       fi;
+       SAY("P%d releaseStale: ", w);
+       releaseStmt(t_j, bcur[w], t_n); bj[w] = 0; bcur[w] = 0; bs[w] = 0 }
+
+  /* the worker goroutine */
+  :: d_step { ALIVE(w) && !stopping[w] && gph[k] == G_IDLE && bj[w] != 0 && BATCHED(k) ->
+       pop(k, w); gq[k] = Q_QUEUED; SAY("P%d.g%d takes job %d; its start goes to the batcher\n", w, k, gj[k]) }
+  :: d_step { ALIVE(w) && !stopping[w] && gph[k] == G_IDLE && bj[w] != 0 && !BATCHED(k) ->
+       pop(k, w); writeStmt(k); answer(k) }
+  :: d_step { ALIVE(w) && !stopping[w] && gph[k] == G_IDLE && bj[w] != 0 && !BATCHED(k) && lossB > 0 ->
+       lossB--; pop(k, w); writeStmt(k); gres[k] = RES_CALLFAIL; answer(k) }     /* it ran; the reply is lost */
+  :: d_step { ALIVE(w) && !stopping[w] && gph[k] == G_IDLE && bj[w] != 0 && !BATCHED(k) && lossB > 0 ->
+       lossB--; pop(k, w); gres[k] = RES_CALLFAIL; answer(k) }                   /* it never ran */
+  :: d_step { ALIVE(w) && gph[k] == G_RUN -> settle(k, R_NIL) }
+  :: d_step { ALIVE(w) && gph[k] == G_RUN -> settle(k, R_ERR) }
+  :: d_step { ALIVE(w) && gph[k] == G_RUN -> settle(k, R_SNOOZE) }
+  :: d_step { ALIVE(w) && gph[k] == G_OUT && gq[k] == Q_NONE && BATCHED(k) -> gq[k] = Q_QUEUED }
+  :: d_step { ALIVE(w) && gph[k] == G_OUT && !BATCHED(k) -> writeStmt(k); answer(k) }
+  :: d_step { ALIVE(w) && gph[k] == G_OUT && !BATCHED(k) && lossB > 0 ->
+       lossB--; writeStmt(k); gres[k] = RES_CALLFAIL; answer(k) }               /* the reply is lost: sent again */
+  :: d_step { ALIVE(w) && gph[k] == G_FAILREL ->
+       SAY("P%d.g%d ", w, k);
+       releaseStmt(gj[k], gcur[k], t_n);
+       if
+       :: t_n == 1 -> clearG(k)
+       :: else -> gph[k] = G_FAILRETRY
+       fi }
+  :: d_step { ALIVE(w) && gph[k] == G_FAILRETRY ->
+       SAY("P%d.g%d ", w, k); retryStmt(gj[k], gcur[k], 1, t_n); clearG(k) }
+  :: d_step { ALIVE(w) && gph[k] == G_SNOOZE -> snoozeStmt(k); clearG(k) }
+  :: d_step { ALIVE(w) && gph[k] == G_SNOOZE && lossB > 0 -> lossB--; snoozeStmt(k);
+       SAY("P%d.g%d the snooze's reply is lost: sent again\n", w, k) }
+  :: d_step { ALIVE(w) && greg[k] && (!RUNNING(gj[k], gcur[k]) || ageH[gj[k]] >= HBMAX) -> beat(k) }
+  od
+}
+
+/* Process 0's batcher (processor/batcher.go, ADR 0018): one Transition
+ * carries what its goroutines queued; its lists run as statements of
+ * their own, in list order, and each worker reads its own answer when
+ * none is left. */
+#define LISTOF(kind)  ((kind) == K_START -> 1 : ((kind) == K_COMPLETE -> 2 : ((kind) == K_DL -> 4 : 3)))
+#define INLIST(k, s)  (gq[k] == Q_INFL && LISTOF(gk[k]) == (s))
+inline nextStage(s) {
+  t_s = s;
+  do
+  :: t_s <= 4 && !INLIST(0, t_s) && !INLIST(1, t_s) -> t_s++
+  :: else -> break
+  od;
+  bstage = t_s
+}
+inline runList() {
+  t_s = bstage;
+  if
+  :: INLIST(0, t_s) -> writeStmt(0)
+  :: else -> skip
+  fi;
+  if
+  :: INLIST(1, t_s) -> writeStmt(1)
+  :: else -> skip
+  fi;
+  nextStage(t_s + 1)
+}
+inline sendCall() {
+  if
+  :: gq[0] == Q_QUEUED -> gq[0] = Q_INFL
+  :: else -> skip
+  fi;
+  if
+  :: gq[1] == Q_QUEUED -> gq[1] = Q_INFL
+  :: else -> skip
+  fi;
+  SAY("P0 batcher: Transition with %d requests\n", (gq[0] == Q_INFL) + (gq[1] == Q_INFL));
+  nextStage(1)
+}
+inline answerCall(lost) {
+  if
+  :: lost -> SAY("P0 batcher: the Transition's reply is lost; every request fails\n")
+  :: else -> skip
+  fi;
+  if
+  :: gq[0] == Q_INFL ->
+     if
+     :: lost -> gres[0] = RES_CALLFAIL
+     :: else -> skip
+     fi;
+     answer(0)
+  :: else -> skip
+  fi;
+  if
+  :: gq[1] == Q_INFL ->
+     if
+     :: lost -> gres[1] = RES_CALLFAIL
+     :: else -> skip
+     fi;
+     answer(1)
+  :: else -> skip
+  fi;
+  bstage = 0
+}
+#define CALL_READY    (ALIVE(0) && bstage == 0 && (gq[0] == Q_QUEUED || gq[1] == Q_QUEUED))
+proctype Batcher() {
+end:
+  do
+  :: d_step { CALL_READY -> sendCall(); runList();
+       if
+       :: bstage == 5 -> answerCall(0)
+       :: else -> skip
+       fi }
+  :: d_step { ALIVE(0) && bstage >= 1 && bstage <= 4 -> runList();
+       if
+       :: bstage == 5 -> answerCall(0)
+       :: else -> skip
+       fi }
+  :: d_step { CALL_READY && lossB > 0 -> lossB--; sendCall();         /* it all ran */
+       do
+       :: bstage <= 4 -> runList()
+       :: else -> break
+       od;
+       answerCall(1) }
+  :: d_step { CALL_READY && lossB > 0 -> lossB--; sendCall(); answerCall(1) }                   /* none of it ran */
+  :: d_step { ALIVE(0) && bstage >= 1 && bstage <= 4 && lossB > 0 -> lossB--; answerCall(1) }  /* part of it ran */
+  od
+}
+
+/* The rescue loop (zombie.Rescuer.Sweep). Every process runs one, so the
+ * phases of several sweeps interleave: each step is one phase's statement
+ * moving one row. */
+#ifdef BROKEN_PHASE1_BUMPS_ATTEMPT
+#define PHASE1_ATTEMPT(J) att[J] = att[J] + 1;
+#else
+#define PHASE1_ATTEMPT(J)
+#endif
+#ifdef BROKEN_ZOMBIE_TO_PENDING
+#define PHASE2_MOVE(J) toPending(J, 0); due[J] = 1
+#else
+#define PHASE2_MOVE(J) toDLQ(J)
+#endif
+#define RESCUE_OPTIONS(J) \
+  :: d_step { inHot[J] && st[J] == FETCH && ageU[J] > FT -> PHASE1_ATTEMPT(J) toPending(J, 0); due[J] = 1; \
+       SAY("RescueFetched (phase 1): job %d Fetched -> Pending\n", J) } \
+  :: d_step { inHot[J] && st[J] == PROC && ageH[J] > ZT(qof[J]) -> \
+       if \
+       :: kept[J] -> badI3b = 1 \
+       :: else -> skip \
+       fi; \
+       PHASE2_MOVE(J); SAY("RescueZombies (phase 2): job %d, heartbeat expired, moved\n", J) } \
+  :: d_step { inHot[J] && st[J] == PROC && ageS[J] > ET(qof[J]) -> toDLQ(J); \
+       SAY("RescueExpired (phase 3): job %d past its deadline -> JobsDLQ\n", J) }
+
+/* What happens to processes (crash, freeze, resume, Stop) and what
+ * operators do to jobs (Cancel, Resurrect). */
+#define PROC_OPTIONS(W) \
+  :: d_step { !dead[W] && leaveB > 0 -> leaveB--; killProc(W); SAY("P%d crashes\n", W) } \
+  :: d_step { !dead[W] && !frozen[W] && freezeB > 0 -> freezeB--; frozen[W] = 1; unkeep(W); \
+       SAY("P%d freezes\n", W) } \
+  :: d_step { frozen[W] -> frozen[W] = 0; SAY("P%d resumes\n", W) } \
+  :: d_step { ALIVE(W) && !stopping[W] && leaveB > 0 -> \
+       leaveB--; stopping[W] = 1; fl[W] = 0; SAY("P%d Stop: claims end, buffer released, handlers cancelled\n", W); \
+       if \
+       :: bj[W] != 0 -> releaseStmt(bj[W] - 1, bcur[W], t_n); bj[W] = 0; bcur[W] = 0; bs[W] = 0 \
+       :: else -> skip \
+       fi; \
+       t_k = 0; \
+       do \
+       :: t_k < NK -> \
+          if \
+          :: PW(t_k) == W && gph[t_k] == G_RUN && gc[t_k] == C_NONE -> gc[t_k] = C_SHUT \
+          :: else -> skip \
+          fi; \
+          t_k++ \
+       :: else -> break \
+       od; \
+       skip } \
+  :: d_step { ALIVE(W) && stopping[W] -> killProc(W); SAY("P%d Stop returns; what is left goes to rescue\n", W) }
+
+#define JOB_OPTIONS(J) \
+  :: d_step { cancelB > 0 && inHot[J] && !(st[J] == PROC && cr[J]) -> \
+       cancelB--; \
+       if \
+       :: st[J] == PROC -> cr[J] = 1; SAY("Cancel(job %d): Processing, marked\n", J) \
+       :: else -> toDLQ(J); SAY("Cancel(job %d): -> JobsDLQ as Cancelled\n", J) \
+       fi } \
+  :: d_step { resB > 0 && inDlq[J] -> \
+       resB--; inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; due[J] = 1; \
+       SAY("Resurrect(job %d): JobsDLQ -> Pending, RunLease kept\n", J) }
+
+/* The rescue loops, and what happens to processes and jobs from outside */
+proctype Ops() {
+end:
+  do
+  RESCUE_OPTIONS(0)
+  RESCUE_OPTIONS(1)
+  PROC_OPTIONS(0)
+  PROC_OPTIONS(1)
+  JOB_OPTIONS(0)
+  JOB_OPTIONS(1)
+#ifdef BROKEN_SPLIT_MOVE
+  :: d_step { limbo[0] -> limbo[0] = 0; inArch[0] = 1; SAY("job 0 inserted into JobsArchive\n") }
+  :: d_step { limbo[1] -> limbo[1] = 0; inArch[1] = 1; SAY("job 1 inserted into JobsArchive\n") }
+#endif
+  od
+}
+
+/* The store's clock, SYSUTCDATETIME(): a tick ages every row. init runs
+ * it once the other processes are started. */
+inline clockLoop() {
+end:
+  do
+  :: d_step { !TIME_BLOCKED ->
+       t_j = 0;
+       do
+       :: t_j < NJ ->
+          if
+          :: inHot[t_j] && st[t_j] == PEND -> due[t_j] = 1
+          :: inHot[t_j] && st[t_j] == FETCH && ageU[t_j] < CAPU -> ageU[t_j]++
+          :: inHot[t_j] && st[t_j] == PROC ->
+             if
+             :: ageH[t_j] < CAPH -> ageH[t_j]++
+             :: else -> skip
+             fi;
+             if
+             :: ageS[t_j] < CAPS -> ageS[t_j]++
+             :: else -> skip
+             fi
+          :: else -> skip
+          fi;
+          t_j++
+       :: else -> break
+       od;
+       SAY("tick\n") }
+  :: timeout -> assert(false)   /* a timelock: the clock waits for a step no process can take */
+  od
+}
+
+init {
+  atomic {
+    if
+    :: QSPLIT != 1 -> qof[1] = 0    /* both jobs behind queue 0's MaxWorkers */
+    :: QSPLIT != 0 -> qof[1] = 1    /* job 1 in queue 1, under its own timeouts */
+    fi;
+    if
+#if SCENARIO == 0 || SCENARIO == 1
+    :: freezeB = 1; resB = 1                  /* 1 stale: a worker freezes, a job is resurrected */
+#endif
+#if SCENARIO == 0 || SCENARIO == 2
+    :: lossB = 1; staleB = 1                  /* 2 replies: a reply lost, a buffered job released */
+#endif
+#if SCENARIO == 0 || SCENARIO == 3
+    :: leaveB = 1; cancelB = 1                /* 3 stop: a crash or a Stop, a cancel */
+#endif
+#if SCENARIO == 0 || SCENARIO == 4
+    :: maxatt = 2; maxsnz = 1                 /* 4 retry: a retry after backoff, a snooze */
+#endif
+#if SCENARIO == 0 || SCENARIO == 5
+    :: cancelB = 1; maxsnz = 1                /* 5 cancel: a cancel meets a running job or a snooze */
+#endif
+#if SCENARIO == 0 || SCENARIO == 6
+    :: group = 1; lossB = 1                   /* 6 group commit, a reply lost */
+#endif
+    fi;
+    SAY("scenario: leave %d freeze %d loss %d stale %d cancel %d resurrect %d MaxAttempts %d MaxSnoozes %d group %d; job 1 in queue %d\n",
+           leaveB, freezeB, lossB, staleB, cancelB, resB, maxatt, maxsnz, group, qof[1]);
+    run Ops(); run Worker(0, 0, 1); run Worker(1, 2, 1);
+    if
+    :: group -> run Worker(0, 1, 0); run Batcher()
+    :: else -> skip
+    fi
+  };
+  clockLoop()
+}
+
+/* ---- properties ---- */
+#define ONE_HOLDER(j) (!(inHot[j] && st[j] != PEND) || HOLDERS(j) <= 1)
+#define ONE_TABLE(j)  (inHot[j] + inArch[j] + inDlq[j] == 1)
+
+/* I1: at most one holder of a job's current lease, and a statement under any other lease changes nothing */
+ltl I1 { [] (ONE_HOLDER(0) && ONE_HOLDER(1) && !badI1) }
+/* I2: every job is in exactly one table */
+ltl I2 { [] (ONE_TABLE(0) && ONE_TABLE(1)) }
+/* I3: release and phase 1 keep AttemptCount; a job kept beating is never dead-lettered as a zombie */
+ltl I3 { [] (!badI3a && !badI3b) }
+/* I4: only the lease holder's own retry or snooze takes a Processing job back to Pending */
+ltl I4 { [] !badI4 }
+/* I6: queue 0's Fetched plus Processing jobs never exceed its MaxWorkers */
+ltl I6 { [] (ACTIVE(0) <= MAXW0) }
+/* liveness, under weak fairness: the hot table empties again and again;
+ * since only a resurrect (bounded) brings a job back, every job leaves it for good */
+ltl L1 { [] <> (!inHot[0] && !inHot[1]) }
+
+/* Witnesses: run_checks.sh expects each to be violated, which shows the
+ * case is in the model and the properties above do not hold for want of it. */
+#define OLD_BESIDE_NEW(a, b) (gph[a] == G_RUN && gph[b] == G_RUN && gj[a] == gj[b] && gcur[a] != gcur[b])
+ltl W_stale_handler { [] !(OLD_BESIDE_NEW(0, 2) || OLD_BESIDE_NEW(1, 2) || OLD_BESIDE_NEW(0, 1)) }
+#define RUN0(k) (gph[k] == G_RUN && qof[gj[k]] == 0)
+ltl W_cap_handlers { [] (RUN0(0) + RUN0(1) + RUN0(2) <= MAXW0) }
+ltl W_adoption { [] !((fl[0] != 0 && (ADOPTABLE(0, 0) || ADOPTABLE(0, 1))) || (fl[1] != 0 && (ADOPTABLE(1, 0) || ADOPTABLE(1, 1)))) }
+/* a Fetched row nobody holds or will adopt, every process alive: only phase 1 returns it */
+#define ORPHAN(j) (inHot[j] && st[j] == FETCH && HOLDERS(j) == 0 && fl[0] == 0 && fl[1] == 0 && \
+                   !dead[0] && !dead[1] && !frozen[0] && !frozen[1])
+ltl W_orphan_row { [] !(ORPHAN(0) || ORPHAN(1)) }
+ltl W_group_commit { [] !(gq[0] == Q_INFL && gq[1] == Q_INFL && (gk[0] == K_START) != (gk[1] == K_START)) }
+ltl W_cancel_running { [] !(gc[0] == C_CANCEL || gc[1] == C_CANCEL || gc[2] == C_CANCEL) }
+ltl W_snooze { [] !(snz[0] > 0 || snz[1] > 0) }
+ltl W_retry { [] !(inHot[0] && st[0] == PEND && att[0] > 0 && snz[0] == 0) }
+ltl W_start_reply_lost { [] !(gph[0] == G_FAILRETRY || gph[1] == G_FAILRETRY || gph[2] == G_FAILRETRY) }
+ltl W_late_attempt { [] !((late[0] != 0 && fl[0] == 0) || (late[1] != 0 && fl[1] == 0)) }
+ltl W_shutdown_retry { [] !(gk[0] == K_RETRY0 || gk[1] == K_RETRY0 || gk[2] == K_RETRY0) }
+#define SNOOZE_MARKED(k) (gph[k] == G_SNOOZE && cr[gj[k]] && gcur[k])
+ltl W_snooze_meets_cancel { [] !(SNOOZE_MARKED(0) || SNOOZE_MARKED(1) || SNOOZE_MARKED(2)) }
