@@ -252,7 +252,7 @@ func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
 						return res, nil
 					}
 					if batches > 0 {
-						if err := pause(ctx, r.cfg.Pause); err != nil {
+						if err := periodic.Sleep(ctx, r.cfg.Pause); err != nil {
 							r.logSweep(res)
 							return res, err
 						}
@@ -288,21 +288,6 @@ func (r *Retainer) logSweep(res Result) {
 	if res.Archived+res.DeadLetters > 0 {
 		r.log.Info("retention: "+res.String(), zap.Int("archived", res.Archived), zap.Int("dead_letters", res.DeadLetters),
 			zap.Bool("truncated", res.Truncated))
-	}
-}
-
-// pause waits d, or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 

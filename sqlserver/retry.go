@@ -12,6 +12,8 @@ import (
 
 	mssql "github.com/microsoft/go-mssqldb"
 	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/internal/periodic"
 )
 
 // RetryPolicy bounds the retries of transient errors inside one store call.
@@ -142,13 +144,5 @@ func (s *Store) do(ctx context.Context, op string, idem idempotency, fn func(ctx
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error { return periodic.Sleep(ctx, d) }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/faultstore"
@@ -585,16 +586,8 @@ func demoProcessorConfig(queues []string, log *zap.Logger) processor.Config {
 	}
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error { return periodic.Sleep(ctx, d) }
 
 func intPtr(n int) *int { return &n }
 

@@ -97,3 +97,18 @@ func Recover(name string, f func() error) (err error) {
 	}()
 	return f()
 }
+
+// Sleep waits d, or until ctx ends, and then returns ctx's error.
+func Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
