@@ -12,11 +12,7 @@ import (
 // none: they are an optional capability (jobs.BatchWorker).
 func batchWorker(t *testing.T, h *Harness) jobs.BatchWorker {
 	t.Helper()
-	bw, ok := h.Store.(jobs.BatchWorker)
-	if !ok {
-		t.Skipf("%T offers no jobs.BatchWorker", h.Store)
-	}
-	return bw
+	return capability[jobs.BatchWorker](t, h)
 }
 
 // wantResults checks each item's result: nil, or an error wrapping want.

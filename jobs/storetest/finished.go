@@ -12,11 +12,7 @@ import (
 // optional capability skips these cases, saying so.
 func counter(t *testing.T, h *Harness) jobs.FinishedCounter {
 	t.Helper()
-	c, ok := h.Store.(jobs.FinishedCounter)
-	if !ok {
-		t.Skipf("%T does not implement jobs.FinishedCounter (optional)", h.Store)
-	}
-	return c
+	return capability[jobs.FinishedCounter](t, h)
 }
 
 func finishedCounts(t *testing.T, c jobs.FinishedCounter, p jobs.FinishedCountsParams) map[jobs.FinishedCount]int64 {
