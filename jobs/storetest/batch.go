@@ -10,10 +10,7 @@ import (
 
 // batchWorker returns the store's batch forms, or skips a store that has
 // none: they are an optional capability (jobs.BatchWorker).
-func batchWorker(t *testing.T, h *Harness) jobs.BatchWorker {
-	t.Helper()
-	return capability[jobs.BatchWorker](t, h)
-}
+var batchWorker = capability[jobs.BatchWorker]
 
 // wantResults checks each item's result: nil, or an error wrapping want.
 func wantResults(t *testing.T, op string, got []error, want ...error) {

@@ -10,10 +10,7 @@ import (
 
 // counter is the store's jobs.FinishedCounter; a store without the
 // optional capability skips these cases, saying so.
-func counter(t *testing.T, h *Harness) jobs.FinishedCounter {
-	t.Helper()
-	return capability[jobs.FinishedCounter](t, h)
-}
+var counter = capability[jobs.FinishedCounter]
 
 func finishedCounts(t *testing.T, c jobs.FinishedCounter, p jobs.FinishedCountsParams) map[jobs.FinishedCount]int64 {
 	t.Helper()
