@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"reflect"
+	"sync"
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -35,6 +37,12 @@ type ArgsWithOpts interface {
 
 // EnqueueOpts are the options of one enqueue. The zero value enqueues on
 // the default queue, due now, with the Client's default number of attempts.
+//
+// EnqueueOpts is the one list of the options: each field is the field of
+// the same name and type of jobs.EnqueueParams, and the merge over Args'
+// own options and the conversion take every field as it is, so a new
+// option is a field here and its field there
+// (TestEnqueueOptsAreTheOptionsOfEnqueueParams).
 type EnqueueOpts struct {
 	// Queue defaults to "default".
 	Queue string
@@ -55,36 +63,52 @@ type EnqueueOpts struct {
 	CreatedBy string
 }
 
-// merged is o over base: o's set fields win.
-func (o EnqueueOpts) merged(base EnqueueOpts) EnqueueOpts {
-	if o.Queue != "" {
-		base.Queue = o.Queue
-	}
-	if o.Priority != 0 {
-		base.Priority = o.Priority
-	}
-	if o.Delay != 0 {
-		base.Delay = o.Delay
-	}
-	if !o.RunAt.IsZero() {
-		base.RunAt = o.RunAt
-	}
-	if o.MaxAttempts != 0 {
-		base.MaxAttempts = o.MaxAttempts
-	}
-	if o.Tags != nil {
-		base.Tags = o.Tags
-	}
-	if o.IdempotencyKey != "" {
-		base.IdempotencyKey = o.IdempotencyKey
-	}
-	if o.CreatedBy != "" {
-		base.CreatedBy = o.CreatedBy
-	}
-	return base
+// optField is one option of EnqueueOpts: its field in jobs.EnqueueParams,
+// and whether its type tells itself when it is unset (time.Time: a zero
+// instant in any location).
+type optField struct {
+	param  int
+	zeroer bool
 }
 
-// params encodes args into the store's form of a new job.
+// optFields are the options, in EnqueueOpts' order.
+var optFields = sync.OnceValue(func() []optField {
+	opts, params := reflect.TypeFor[EnqueueOpts](), reflect.TypeFor[jobs.EnqueueParams]()
+	zeroer := reflect.TypeFor[interface{ IsZero() bool }]()
+	out := make([]optField, opts.NumField())
+	for i := range out {
+		f, ok := params.FieldByName(opts.Field(i).Name)
+		if !ok { // TestEnqueueOptsAreTheOptionsOfEnqueueParams
+			panic("chokaq: jobs.EnqueueParams has no option " + opts.Field(i).Name)
+		}
+		out[i] = optField{param: f.Index[0], zeroer: reflect.PointerTo(opts.Field(i).Type).Implements(zeroer)}
+	}
+	return out
+})
+
+// set reports whether the option v (addressable) is given: not its zero
+// value.
+func (f optField) set(v reflect.Value) bool {
+	if f.zeroer { // through a pointer, which boxes without allocating
+		return !v.Addr().Interface().(interface{ IsZero() bool }).IsZero()
+	}
+	return !v.IsZero()
+}
+
+// setOpts names the options o sets.
+func (o *EnqueueOpts) setOpts() []string {
+	var set []string
+	ov := reflect.ValueOf(o).Elem()
+	for i, f := range optFields() {
+		if f.set(ov.Field(i)) {
+			set = append(set, ov.Type().Field(i).Name)
+		}
+	}
+	return set
+}
+
+// params encodes args into the store's form of a new job, with each
+// option opts sets, else the Args' own (ArgsWithOpts). opts may be nil.
 func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	if args == nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", &jobs.ValidationError{Field: "args", Value: nil, Rule: "must not be nil"})
@@ -94,17 +118,24 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	if err != nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: encode the args of a %s job: %w", kind, err)
 	}
-	var o EnqueueOpts
-	if d, ok := args.(ArgsWithOpts); ok {
-		o = d.EnqueueOpts()
-	}
+	p := jobs.EnqueueParams{Type: kind, Payload: payload}
+	var call, own reflect.Value
 	if opts != nil {
-		o = opts.merged(o)
+		call = reflect.ValueOf(opts).Elem()
 	}
-	return jobs.EnqueueParams{
-		Queue: o.Queue, Type: kind, Payload: payload, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt,
-		MaxAttempts: o.MaxAttempts, Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy,
-	}, nil
+	if d, ok := args.(ArgsWithOpts); ok {
+		own = reflect.ValueOf(d.EnqueueOpts())
+	}
+	pv := reflect.ValueOf(&p).Elem()
+	for i, f := range optFields() {
+		switch {
+		case call.IsValid() && f.set(call.Field(i)):
+			pv.Field(f.param).Set(call.Field(i))
+		case own.IsValid():
+			pv.Field(f.param).Set(own.Field(i))
+		}
+	}
+	return p, nil
 }
 
 // Enqueue adds a job of args' kind, its payload args encoded as JSON, and

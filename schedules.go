@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/schedule"
@@ -38,12 +39,17 @@ type Schedule struct {
 	Paused       bool
 }
 
+// notForATick reports whether a schedule's job refuses the option: all
+// but Queue, Priority and MaxAttempts, a new option too until it is known
+// to mean something for a tick.
+func notForATick(opt string) bool { return opt != "Queue" && opt != "Priority" && opt != "MaxAttempts" }
+
 // definition is s in the schedule package's raw form, its Args encoded.
 func (s Schedule) definition() (schedule.Schedule, error) {
 	if s.Args == nil {
 		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, &jobs.ValidationError{Field: "args", Value: nil, Rule: "must not be nil"})
 	}
-	if o := s.Opts; o != nil && (o.Delay != 0 || !o.RunAt.IsZero() || o.IdempotencyKey != "" || o.Tags != nil || o.CreatedBy != "") {
+	if o := s.Opts; o != nil && slices.ContainsFunc(o.setOpts(), notForATick) {
 		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, &jobs.ValidationError{Field: "opts", Value: *o,
 			Rule: "a schedule's job takes only Queue, Priority and MaxAttempts: it is due at its tick, keyed by it and created by the schedule"})
 	}

@@ -21,6 +21,9 @@ import (
 // (the store could not be reached, the context ended): then nothing is
 // known of any job, and the caller retries the batch, as it would retry a
 // one-job call.
+//
+// A store writes Transition alone, applying the repeated-ref rule with
+// EachOnce, and embeds FormsOf(itself) for the one-list forms.
 type BatchWorker interface {
 	// StartMany starts each job as Start would: Fetched -> Processing.
 	// A job already started under the same lease reports that start
@@ -100,6 +103,121 @@ func CheckBatchSize(n int) error {
 	return nil
 }
 
+// Validate refuses a call that no job of it could go through: more than
+// MaxWorkerBatch jobs, or starts with invalid StartParams. An item's own
+// parameters are that item's result, not the call's.
+func (t Transitions) Validate() error {
+	if err := CheckBatchSize(t.Len()); err != nil {
+		return err
+	}
+	if len(t.Starts) > 0 {
+		return t.StartParams.Validate()
+	}
+	return nil
+}
+
+// Transitioner is the one method a store writes to be a BatchWorker: the
+// one-list forms come from BatchForms.
+type Transitioner interface {
+	// Transition is BatchWorker's.
+	Transition(ctx context.Context, t Transitions) (TransitionResults, error)
+}
+
+// BatchForms are BatchWorker's one-list forms, each one call of a
+// Transitioner's Transition with that list alone. A store embeds
+// FormsOf(itself) and implements Transition, so a new kind of worker
+// transition is one more list in Transitions and its form here, not a
+// method in every store.
+type BatchForms struct{ t Transitioner }
+
+// FormsOf returns the one-list forms of t.
+func FormsOf(t Transitioner) BatchForms { return BatchForms{t} }
+
+// StartMany implements BatchWorker.
+func (f BatchForms) StartMany(ctx context.Context, refs []LeaseRef, p StartParams) ([]StartResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	r, err := f.t.Transition(ctx, Transitions{Starts: refs, StartParams: p})
+	return orEmpty(r.Starts), err
+}
+
+// CompleteMany implements BatchWorker.
+func (f BatchForms) CompleteMany(ctx context.Context, refs []LeaseRef) ([]error, error) {
+	r, err := f.t.Transition(ctx, Transitions{Completes: refs})
+	return orEmpty(r.Completes), err
+}
+
+// RetryMany implements BatchWorker.
+func (f BatchForms) RetryMany(ctx context.Context, items []RetryItem) ([]error, error) {
+	r, err := f.t.Transition(ctx, Transitions{Retries: items})
+	return orEmpty(r.Retries), err
+}
+
+// DeadLetterMany implements BatchWorker.
+func (f BatchForms) DeadLetterMany(ctx context.Context, items []DeadLetterItem) ([]error, error) {
+	r, err := f.t.Transition(ctx, Transitions{DeadLetters: items})
+	return orEmpty(r.DeadLetters), err
+}
+
+// orEmpty is r, or an empty slice for a list the call did not have.
+func orEmpty[R any](r []R) []R {
+	if r == nil {
+		return []R{}
+	}
+	return r
+}
+
+// smallBatch is the size up to which EachOnce finds repeated refs by a
+// scan, allocating no map.
+const smallBatch = 16
+
+// EachOnce applies apply to each item, in order, once per distinct ref: a
+// ref repeated within items gets the result of its first occurrence, as
+// BatchWorker asks. An error apply returns is the call's, not an item's:
+// it ends the batch and EachOnce returns it. An empty list gives nil.
+func EachOnce[T, R any](items []T, ref func(T) LeaseRef, apply func(T) (R, error)) ([]R, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	out := make([]R, len(items))
+	var first map[LeaseRef]int
+	if len(items) > smallBatch {
+		first = make(map[LeaseRef]int, len(items))
+	}
+	earlier := func(i int, r LeaseRef) (int, bool) {
+		if first == nil {
+			for j := range i {
+				if ref(items[j]) == r {
+					return j, true
+				}
+			}
+			return 0, false
+		}
+		j, seen := first[r]
+		if !seen {
+			first[r] = i
+		}
+		return j, seen
+	}
+	for i, it := range items {
+		if j, seen := earlier(i, ref(it)); seen {
+			out[i] = out[j]
+			continue
+		}
+		r, err := apply(it)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = r
+	}
+	return out, nil
+}
+
+func self(r LeaseRef) LeaseRef                 { return r }
+func retryRef(it RetryItem) LeaseRef           { return it.Ref }
+func deadLetterRef(it DeadLetterItem) LeaseRef { return it.Ref }
+
 // Batches returns w's batch forms: w itself when it is a BatchWorker,
 // else forms that make one call per job, with the results the contract
 // asks of a batch (in order, a repeated ref answered once). A store
@@ -108,106 +226,60 @@ func Batches(w Worker) BatchWorker {
 	if bw, ok := w.(BatchWorker); ok {
 		return bw
 	}
-	return oneByOne{w}
+	o := &oneByOne{w: w}
+	o.BatchForms = FormsOf(o)
+	return o
 }
 
 // oneByOne is a BatchWorker made of one-job calls.
-type oneByOne struct{ w Worker }
-
-// eachOnce calls fn for each item, once per distinct ref. An error that is
-// about the job (its lease lost, its parameters refused) is that item's
-// result; any other ends the batch as the call's error, as a batch
-// statement's failure would.
-func eachOnce[T any](ctx context.Context, items []T, ref func(T) LeaseRef, fn func(T) error) ([]error, error) {
-	if err := CheckBatchSize(len(items)); err != nil {
-		return nil, err
-	}
-	out := make([]error, len(items))
-	first := make(map[LeaseRef]int, len(items))
-	for i, it := range items {
-		if j, seen := first[ref(it)]; seen {
-			out[i] = out[j]
-			continue
-		}
-		first[ref(it)] = i
-		err := fn(it)
-		if err != nil && !IsJobError(err) {
-			return nil, err
-		}
-		out[i] = err
-	}
-	return out, nil
+type oneByOne struct {
+	BatchForms
+	w Worker
 }
 
-func self(r LeaseRef) LeaseRef { return r }
-
-// Transition applies the lists one form after the other, as four calls.
-func (o oneByOne) Transition(ctx context.Context, t Transitions) (TransitionResults, error) {
-	return TransitionOf(ctx, o, t)
-}
-
-// TransitionOf is Transition made of bw's four batch forms, one call each
-// for the lists that are not empty: for a store that has no cheaper way.
-func TransitionOf(ctx context.Context, bw BatchWorker, t Transitions) (TransitionResults, error) {
+// Transition applies the lists one form after the other, one call per
+// distinct job. An error that is about the job (its lease lost, its
+// parameters refused) is that item's result; any other ends the call, as a
+// batch statement's failure would.
+func (o *oneByOne) Transition(ctx context.Context, t Transitions) (TransitionResults, error) {
 	var r TransitionResults
-	if err := CheckBatchSize(t.Len()); err != nil {
+	if err := t.Validate(); err != nil {
 		return r, err
 	}
 	var err error
-	if len(t.Starts) > 0 {
-		if r.Starts, err = bw.StartMany(ctx, t.Starts, t.StartParams); err != nil {
-			return TransitionResults{}, err
-		}
+	if r.Starts, err = EachOnce(t.Starts, self, func(ref LeaseRef) (StartResult, error) {
+		st, err := o.w.Start(ctx, ref, t.StartParams)
+		return StartResult{Started: st, Err: err}, callError(err)
+	}); err != nil {
+		return TransitionResults{}, err
 	}
-	if len(t.Completes) > 0 {
-		if r.Completes, err = bw.CompleteMany(ctx, t.Completes); err != nil {
-			return TransitionResults{}, err
-		}
+	if r.Completes, err = EachOnce(t.Completes, self, func(ref LeaseRef) (error, error) {
+		err := o.w.Complete(ctx, ref)
+		return err, callError(err)
+	}); err != nil {
+		return TransitionResults{}, err
 	}
-	if len(t.Retries) > 0 {
-		if r.Retries, err = bw.RetryMany(ctx, t.Retries); err != nil {
-			return TransitionResults{}, err
-		}
+	if r.Retries, err = EachOnce(t.Retries, retryRef, func(it RetryItem) (error, error) {
+		err := o.w.Retry(ctx, it.Ref, it.Params)
+		return err, callError(err)
+	}); err != nil {
+		return TransitionResults{}, err
 	}
-	if len(t.DeadLetters) > 0 {
-		if r.DeadLetters, err = bw.DeadLetterMany(ctx, t.DeadLetters); err != nil {
-			return TransitionResults{}, err
-		}
+	if r.DeadLetters, err = EachOnce(t.DeadLetters, deadLetterRef, func(it DeadLetterItem) (error, error) {
+		err := o.w.DeadLetter(ctx, it.Ref, it.Params)
+		return err, callError(err)
+	}); err != nil {
+		return TransitionResults{}, err
 	}
 	return r, nil
 }
 
-func (o oneByOne) StartMany(ctx context.Context, refs []LeaseRef, p StartParams) ([]StartResult, error) {
-	started := make(map[LeaseRef]Started, len(refs))
-	errs, err := eachOnce(ctx, refs, self, func(r LeaseRef) error {
-		st, err := o.w.Start(ctx, r, p)
-		started[r] = st
+// callError is err when it is the call's, not the job's (IsJobError).
+func callError(err error) error {
+	if err != nil && !IsJobError(err) {
 		return err
-	})
-	if err != nil {
-		return nil, err
 	}
-	out := make([]StartResult, len(refs))
-	for i, r := range refs {
-		out[i] = StartResult{Started: started[r], Err: errs[i]}
-	}
-	return out, nil
-}
-
-func (o oneByOne) CompleteMany(ctx context.Context, refs []LeaseRef) ([]error, error) {
-	return eachOnce(ctx, refs, self, func(r LeaseRef) error { return o.w.Complete(ctx, r) })
-}
-
-func (o oneByOne) RetryMany(ctx context.Context, items []RetryItem) ([]error, error) {
-	return eachOnce(ctx, items, func(it RetryItem) LeaseRef { return it.Ref }, func(it RetryItem) error {
-		return o.w.Retry(ctx, it.Ref, it.Params)
-	})
-}
-
-func (o oneByOne) DeadLetterMany(ctx context.Context, items []DeadLetterItem) ([]error, error) {
-	return eachOnce(ctx, items, func(it DeadLetterItem) LeaseRef { return it.Ref }, func(it DeadLetterItem) error {
-		return o.w.DeadLetter(ctx, it.Ref, it.Params)
-	})
+	return nil
 }
 
 // IsJobError reports whether err, returned by a worker transition, is

@@ -80,35 +80,9 @@ func DefaultConfig() Config {
 		BatchSize: DefaultBatchSize, Pause: DefaultPause, MaxBatchesPerSweep: 1000}
 }
 
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	if c.Archive == 0 {
-		c.Archive = d.Archive
-	}
-	if c.DeadLetters == 0 {
-		c.DeadLetters = d.DeadLetters
-	}
-	if c.Interval == 0 {
-		c.Interval = d.Interval
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = d.BatchSize
-	}
-	if c.Pause == 0 {
-		c.Pause = d.Pause
-	}
-	if c.MaxBatchesPerSweep == 0 {
-		c.MaxBatchesPerSweep = d.MaxBatchesPerSweep
-	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
-	return c
-}
-
 // Validate checks c as New would use it, defaults applied, and returns the
 // first broken rule as a *jobs.SettingError.
-func (c Config) Validate() error { return c.withDefaults().validate() }
+func (c Config) Validate() error { return periodic.WithDefaults(c, DefaultConfig()).validate() }
 
 func (c Config) validate() error {
 	bad := func(key string, v any, rule string) error {
@@ -166,7 +140,7 @@ func New(store Store, cfg Config) (*Retainer, error) {
 	if store == nil {
 		return nil, errors.New("retention: nil store")
 	}
-	cfg = cfg.withDefaults()
+	cfg = periodic.WithDefaults(cfg, DefaultConfig())
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -198,28 +172,16 @@ func KeepFor(q jobs.QueueSettings, t jobs.Table, global Config) time.Duration {
 // Pause between deletes, each delete continuing after the last. Hot jobs
 // are never touched: a trim refuses the hot table. It logs one line when
 // it deleted anything.
-func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("retention: sweep panicked: %v", p)
-		}
-		if r.cfg.OnSweep != nil {
-			r.cfg.OnSweep(res, err)
-		}
-	}()
-	if r.cfg.Leader != nil {
-		lead, lerr := r.cfg.Leader.TryLead(ctx)
-		if lerr != nil {
-			return res, fmt.Errorf("retention: leader election: %w", lerr)
-		}
-		if !lead {
-			res.Skipped = true
-			return res, nil
-		}
-	}
+func (r *Retainer) Sweep(ctx context.Context) (Result, error) {
+	return periodic.Round[Result]{Name: "retention", Noun: "sweep", Leader: r.cfg.Leader, Skipped: Result{Skipped: true},
+		Done: r.cfg.OnSweep}.Run(ctx, r.sweep)
+}
+
+// sweep is the work of a sweep this process leads.
+func (r *Retainer) sweep(ctx context.Context, res *Result) error {
 	settings, err := r.store.Queues(ctx)
 	if err != nil {
-		return res, fmt.Errorf("retention: %w", err)
+		return fmt.Errorf("retention: %w", err)
 	}
 	// Stores may compare queue names ignoring case (SQL Server's default
 	// collation), so a queue's row matches its jobs whatever their case.
@@ -236,8 +198,8 @@ func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
 		for after := ""; ; {
 			queues, err := r.store.TableQueues(ctx, table, after)
 			if err != nil {
-				r.logSweep(res)
-				return res, fmt.Errorf("retention: %w", err)
+				r.logSweep(*res)
+				return fmt.Errorf("retention: %w", err)
 			}
 			for _, queue := range queues {
 				keep := KeepFor(own[strings.ToLower(queue)], table, r.cfg)
@@ -248,13 +210,13 @@ func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
 				for {
 					if batches == r.cfg.MaxBatchesPerSweep {
 						res.Truncated = true
-						r.logSweep(res)
-						return res, nil
+						r.logSweep(*res)
+						return nil
 					}
 					if batches > 0 {
 						if err := periodic.Sleep(ctx, r.cfg.Pause); err != nil {
-							r.logSweep(res)
-							return res, err
+							r.logSweep(*res)
+							return err
 						}
 					}
 					batches++
@@ -265,8 +227,8 @@ func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
 						r.cfg.OnDelete(table, queue, t.Deleted)
 					}
 					if err != nil {
-						r.logSweep(res)
-						return res, fmt.Errorf("retention: trim %s of queue %s: %w", table, queue, err)
+						r.logSweep(*res)
+						return fmt.Errorf("retention: trim %s of queue %s: %w", table, queue, err)
 					}
 					if t.Deleted < r.cfg.BatchSize {
 						break
@@ -280,8 +242,8 @@ func (r *Retainer) Sweep(ctx context.Context) (res Result, err error) {
 			after = queues[len(queues)-1]
 		}
 	}
-	r.logSweep(res)
-	return res, nil
+	r.logSweep(*res)
+	return nil
 }
 
 func (r *Retainer) logSweep(res Result) {
@@ -294,17 +256,11 @@ func (r *Retainer) logSweep(res Result) {
 // Start sweeps now and then every Interval until Stop. A failed sweep is
 // logged; the loop carries on.
 func (r *Retainer) Start(ctx context.Context) error {
-	return r.loop.Start(ctx, func(ctx context.Context) time.Duration {
-		began := time.Now()
-		err := periodic.Recover("retention", func() error { // a panic in OnSweep
-			_, err := r.Sweep(ctx)
-			return err
-		})
-		if err != nil && ctx.Err() == nil {
-			r.log.Error("retention: sweep failed; retrying next interval", zap.Error(err))
-		}
-		return max(r.cfg.Interval-time.Since(began), 0)
-	})
+	step := periodic.Step{Name: "retention", Log: r.log, Failed: "retention: sweep failed; retrying next interval"}
+	return r.loop.Start(ctx, step.Every(r.cfg.Interval, func(ctx context.Context) error {
+		_, err := r.Sweep(ctx)
+		return err
+	}))
 }
 
 // Stop ends the loop and resigns leadership.

@@ -197,25 +197,20 @@ func (s *Scheduler) Sync(ctx context.Context) error {
 // fails to fire is reported in the error and tried again next round; the
 // others go on.
 func (s *Scheduler) Round(ctx context.Context) (RoundResult, error) {
-	var res RoundResult
-	if s.cfg.Leader != nil {
-		lead, err := s.cfg.Leader.TryLead(ctx)
-		if err != nil {
-			return res, fmt.Errorf("schedule: leader election: %w", err)
-		}
-		if !lead {
-			res.Skipped = true
-			return res, nil
-		}
-	}
+	return periodic.Round[RoundResult]{Name: "schedule", Noun: "round", Leader: s.cfg.Leader, Skipped: RoundResult{Skipped: true}}.
+		Run(ctx, s.fire)
+}
+
+// fire is the work of a round this process leads.
+func (s *Scheduler) fire(ctx context.Context, res *RoundResult) error {
 	now, err := s.store.Now(ctx)
 	if err != nil {
-		return res, fmt.Errorf("schedule: %w", err)
+		return fmt.Errorf("schedule: %w", err)
 	}
 	res.Now = now
 	states, err := s.store.Schedules(ctx)
 	if err != nil {
-		return res, fmt.Errorf("schedule: %w", err)
+		return fmt.Errorf("schedule: %w", err)
 	}
 	byName := make(map[string]jobs.ScheduleState, len(states))
 	for _, st := range states {
@@ -227,7 +222,7 @@ func (s *Scheduler) Round(ctx context.Context) (RoundResult, error) {
 		if !ok || st.Paused || !s.current(e, st) {
 			continue // deleted by an operator, paused, or another definition
 		}
-		last, err := s.fireDue(ctx, e, st, now, &res)
+		last, err := s.fireDue(ctx, e, st, now, res)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -235,7 +230,7 @@ func (s *Scheduler) Round(ctx context.Context) (RoundResult, error) {
 			res.NextTick = next
 		}
 	}
-	return res, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // current reports whether the store holds e's definition; another one
@@ -333,18 +328,15 @@ func (s *Scheduler) Start(ctx context.Context) error {
 // round is one round of the loop; it returns the wait until the next.
 func (s *Scheduler) round(ctx context.Context) time.Duration {
 	var res RoundResult
-	err := periodic.Recover("schedule", func() error { // a panic in a store call or OnFire
-		rctx, cancel := context.WithTimeout(ctx, max(s.cfg.PollInterval, 30*time.Second))
-		defer cancel()
+	step := periodic.Step{Name: "schedule", Timeout: periodic.RoundTimeout(s.cfg.PollInterval), Log: s.log,
+		Failed: "schedule: round failed; retrying"}
+	err := step.Run(ctx, func(ctx context.Context) error {
 		var err error
-		res, err = s.Round(rctx)
+		res, err = s.Round(ctx)
 		return err
 	})
 	switch {
 	case err != nil:
-		if ctx.Err() == nil {
-			s.log.Error("schedule: round failed; retrying", zap.Error(err))
-		}
 		return s.cfg.PollInterval
 	case res.Skipped:
 		return s.cfg.FollowInterval

@@ -523,3 +523,25 @@ func TestLastTicksOfALongGap(t *testing.T) {
 	got, _ = lastTicks(yearly, start.AddDate(-30, 0, 0), start, 1)
 	wantFired(t, got, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 }
+
+// panickyFires panics in every fire, as a store bug would.
+type panickyFires struct{ Store }
+
+func (panickyFires) FireSchedule(context.Context, jobs.FireParams) (jobs.FireResult, error) {
+	panic("store bug")
+}
+
+// A panic in a store call or OnFire fails the round with an error, as a
+// rescue or retention sweep does, and the next round fires again.
+func TestAPanicInARoundIsItsError(t *testing.T) {
+	store, clock := newStore(t)
+	s := newScheduler(t, panickyFires{store}, Config{}, every("hourly", "0 * * * *", Coalesce))
+	clock.Advance(time.Hour)
+	if _, err := s.Round(t.Context()); err == nil || err.Error() != "schedule: round panicked: store bug" {
+		t.Fatalf("Round = %v, want the panic as its error", err)
+	}
+	s.store = store
+	if r := round(t, s); len(r.Fired) != 1 {
+		t.Fatalf("the next round fired %+v, want the hour's tick", r.Fired)
+	}
+}

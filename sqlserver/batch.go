@@ -12,6 +12,10 @@ import (
 
 var _ jobs.BatchWorker = (*Store)(nil)
 
+// forms gives the Store its one-list batch forms (StartMany, CompleteMany,
+// RetryMany, DeadLetterMany), each one call of Transition.
+type forms = jobs.BatchForms
+
 // retryRow is one row of the RetryList table type.
 type retryRow struct {
 	ID      int64
@@ -49,13 +53,8 @@ type transitioned struct {
 // per list (qTransition).
 func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.TransitionResults, error) {
 	var r jobs.TransitionResults
-	if err := jobs.CheckBatchSize(t.Len()); err != nil {
+	if err := t.Validate(); err != nil {
 		return r, err
-	}
-	if len(t.Starts) > 0 {
-		if err := t.StartParams.Validate(); err != nil {
-			return r, err
-		}
 	}
 	r.Retries, r.DeadLetters = make([]error, len(t.Retries)), make([]error, len(t.DeadLetters))
 	retries := make([]retryRow, 0, len(t.Retries))
@@ -165,39 +164,4 @@ func scanTransitioned(rows *sql.Rows) (transitioned, error) {
 		}
 	}
 	return got, rows.Err()
-}
-
-// emptied is r, or an empty slice for a list the call did not have.
-func emptied[R any](r []R) []R {
-	if r == nil {
-		return []R{}
-	}
-	return r
-}
-
-// StartMany implements jobs.BatchWorker.
-func (s *Store) StartMany(ctx context.Context, refs []jobs.LeaseRef, p jobs.StartParams) ([]jobs.StartResult, error) {
-	if err := p.Validate(); err != nil {
-		return nil, err
-	}
-	r, err := s.Transition(ctx, jobs.Transitions{Starts: refs, StartParams: p})
-	return emptied(r.Starts), err
-}
-
-// CompleteMany implements jobs.BatchWorker.
-func (s *Store) CompleteMany(ctx context.Context, refs []jobs.LeaseRef) ([]error, error) {
-	r, err := s.Transition(ctx, jobs.Transitions{Completes: refs})
-	return emptied(r.Completes), err
-}
-
-// RetryMany implements jobs.BatchWorker.
-func (s *Store) RetryMany(ctx context.Context, items []jobs.RetryItem) ([]error, error) {
-	r, err := s.Transition(ctx, jobs.Transitions{Retries: items})
-	return emptied(r.Retries), err
-}
-
-// DeadLetterMany implements jobs.BatchWorker.
-func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem) ([]error, error) {
-	r, err := s.Transition(ctx, jobs.Transitions{DeadLetters: items})
-	return emptied(r.DeadLetters), err
 }

@@ -92,7 +92,7 @@ func TestQueryBinding(t *testing.T) {
 			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
 		}
 	}
-	for _, port := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter]()} {
+	for _, port := range bindingPorts {
 		for i := range port.NumMethod() {
 			if m := port.Method(i).Name; !methods[m] {
 				t.Errorf("%s method %s was not exercised: add it to exerciseStore", port, m)
@@ -101,6 +101,11 @@ func TestQueryBinding(t *testing.T) {
 	}
 	t.Logf("checked %d calls of %d statements from %d methods", len(rec.calls), len(sent), len(methods))
 }
+
+// bindingPorts are the store's ports whose every method TestQueryBinding
+// must exercise: jobs.Store and each optional interface of package jobs the
+// store implements (TestBindingPortsAreEveryInterfaceTheStoreImplements).
+var bindingPorts = []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter]()}
 
 // exerciseStore calls every method with plausible arguments and returns the
 // names of the methods called. Errors are expected (the fake answers with

@@ -23,6 +23,8 @@ import (
 
 // Store is the SQL Server jobs.Store. It is safe for concurrent use.
 type Store struct {
+	forms // StartMany ... DeadLetterMany (batch.go)
+
 	db     *sql.DB
 	schema string
 	q      *queries
@@ -90,6 +92,7 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 		statsCap:    jobs.DefaultStatsCap,
 		newClaimID:  randomClaimID,
 	}
+	s.forms = jobs.FormsOf(s)
 	for _, o := range opts {
 		o(s)
 	}

@@ -127,34 +127,10 @@ const (
 	MaxMaxBatchesPerPhase = 10_000
 )
 
-// withDefaults fills zero fields from DefaultConfig.
-func (c Config) withDefaults() Config {
-	d := DefaultConfig()
-	if c.ScanInterval == 0 {
-		c.ScanInterval = d.ScanInterval
-	}
-	if c.FetchedJobTimeout == 0 {
-		c.FetchedJobTimeout = d.FetchedJobTimeout
-	}
-	if c.ProcessingZombieTimeout == 0 {
-		c.ProcessingZombieTimeout = d.ProcessingZombieTimeout
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = d.BatchSize
-	}
-	if c.MaxBatchesPerPhase == 0 {
-		c.MaxBatchesPerPhase = d.MaxBatchesPerPhase
-	}
-	if c.Logger == nil {
-		c.Logger = zap.NewNop()
-	}
-	return c
-}
-
 // Validate checks c as New would use it, defaults applied, and returns the
 // first broken rule as a *jobs.SettingError naming the setting, its value
 // and the rule.
-func (c Config) Validate() error { return c.withDefaults().validate() }
+func (c Config) Validate() error { return periodic.WithDefaults(c, DefaultConfig()).validate() }
 
 func (c Config) validate() error {
 	bad := func(key string, v any, rule string) error {
@@ -189,7 +165,7 @@ func New(store jobs.Rescuer, cfg Config) (*Rescuer, error) {
 	if store == nil {
 		return nil, errors.New("zombie: nil store")
 	}
-	cfg = cfg.withDefaults()
+	cfg = periodic.WithDefaults(cfg, DefaultConfig())
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -198,31 +174,27 @@ func New(store jobs.Rescuer, cfg Config) (*Rescuer, error) {
 
 // Sweep runs phases 1 to 3 once. Each phase repeats its bounded statement
 // until a short batch. It returns what moved, also when a phase fails.
-func (r *Rescuer) Sweep(ctx context.Context) (res Result, err error) {
-	defer func() {
-		// A panic in a store or hook is this sweep's failure: report it as
-		// one, so readiness and feeds do not see a healthy rescuer.
-		if p := recover(); p != nil {
-			r.failed.Add(1)
-			err = fmt.Errorf("zombie: sweep panicked: %v", p)
-		}
-		r.lastSweep.Store(time.Now().UnixNano())
-		if r.cfg.OnSweep != nil {
-			r.cfg.OnSweep(res, err)
-		}
-	}()
-	if r.cfg.Leader != nil {
-		lead, lerr := r.cfg.Leader.TryLead(ctx)
-		if err = lerr; err != nil {
-			r.failed.Add(1)
-			return res, fmt.Errorf("zombie: leader election: %w", err)
-		}
-		if !lead {
-			r.skipped.Add(1)
-			res.Skipped = true
-			return res, nil
-		}
+func (r *Rescuer) Sweep(ctx context.Context) (Result, error) {
+	return periodic.Round[Result]{Name: "zombie", Noun: "sweep", Leader: r.cfg.Leader, Skipped: Result{Skipped: true},
+		Done: r.swept}.Run(ctx, r.sweep)
+}
+
+// swept counts a finished sweep and hands it to OnSweep.
+func (r *Rescuer) swept(res Result, err error) {
+	if err != nil {
+		r.failed.Add(1)
 	}
+	if res.Skipped {
+		r.skipped.Add(1)
+	}
+	r.lastSweep.Store(time.Now().UnixNano())
+	if r.cfg.OnSweep != nil {
+		r.cfg.OnSweep(res, err)
+	}
+}
+
+// sweep is the work of a sweep this process leads.
+func (r *Rescuer) sweep(ctx context.Context, res *Result) error {
 	phases := []struct {
 		phase Phase
 		count *int
@@ -263,10 +235,9 @@ func (r *Rescuer) Sweep(ctx context.Context) (res Result, err error) {
 			zap.Int("recovered", res.Recovered), zap.Int("zombies", res.Zombies), zap.Int("expired", res.Expired))
 	}
 	if len(errs) > 0 {
-		r.failed.Add(1)
-		return res, fmt.Errorf("zombie: sweep: %w", errors.Join(errs...))
+		return fmt.Errorf("zombie: sweep: %w", errors.Join(errs...))
 	}
-	return res, nil
+	return nil
 }
 
 // Counters returns the totals so far.
@@ -287,29 +258,13 @@ func (r *Rescuer) Interval() time.Duration { return r.cfg.ScanInterval }
 // Start runs a sweep now and then every ScanInterval until Stop. A failed
 // sweep is logged; the loop carries on.
 func (r *Rescuer) Start(ctx context.Context) error {
-	return r.loop.Start(ctx, func(ctx context.Context) time.Duration {
-		began := time.Now()
-		if _, err := r.safeSweep(ctx); err != nil && ctx.Err() == nil {
-			r.log.Error("zombie rescue: sweep failed; retrying next interval", zap.Error(err))
-		}
-		// Every ScanInterval from the start of the last sweep, as a ticker
-		// would, a long sweep followed at once by the next.
-		return max(r.cfg.ScanInterval-time.Since(began), 0)
-	})
-}
-
-// safeSweep keeps a panic (Sweep recovers its own; this catches one in
-// OnSweep) from ending the loop.
-func (r *Rescuer) safeSweep(ctx context.Context) (res Result, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.failed.Add(1)
-			err = fmt.Errorf("zombie: sweep hook panicked: %v", p)
-		}
-	}()
-	sweepCtx, cancel := context.WithTimeout(ctx, max(r.cfg.ScanInterval, 30*time.Second))
-	defer cancel()
-	return r.Sweep(sweepCtx)
+	step := periodic.Step{Name: "zombie", Timeout: periodic.RoundTimeout(r.cfg.ScanInterval), Log: r.log,
+		Failed:  "zombie rescue: sweep failed; retrying next interval",
+		OnPanic: func() { r.failed.Add(1) }} // in OnSweep: that sweep failed
+	return r.loop.Start(ctx, step.Every(r.cfg.ScanInterval, func(ctx context.Context) error {
+		_, err := r.Sweep(ctx)
+		return err
+	}))
 }
 
 // Stop ends the loop and resigns leadership.

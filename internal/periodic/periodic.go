@@ -3,6 +3,12 @@
 // runs a round at once and then again after the wait the round asks for,
 // until Stop, which then resigns the loop's leadership. A loop runs once:
 // a second Start is refused, and so is a Stop of a loop never started.
+//
+// The loops share the rest of a round too. Round is a round's frame, also
+// when called by hand: try to lead, else skip; a panic of the work as the
+// round's error; one hook for every round. Step is how the loop runs it:
+// under a timeout, a panic that escapes as an error, a failure logged.
+// A new loop is its work, a Round and a Step.
 package periodic
 
 import (

@@ -15,6 +15,8 @@ import (
 
 // Store is an in-memory jobs.Store. The zero value is not usable; call New.
 type Store struct {
+	forms // StartMany ... DeadLetterMany (batch.go)
+
 	clock    func() time.Time
 	limits   jobs.Limits
 	statsCap int
@@ -67,6 +69,7 @@ func New(opts ...Option) *Store {
 		schedules: make(map[string]*jobs.ScheduleState),
 		finished:  make(map[jobs.Table]map[string]*finishLog),
 	}
+	s.forms = jobs.FormsOf(s)
 	for _, o := range opts {
 		o(s)
 	}

@@ -10,14 +10,7 @@ import (
 
 // batchWorker returns the store's batch forms, or skips a store that has
 // none: they are an optional capability (jobs.BatchWorker).
-func batchWorker(t *testing.T, h *Harness) jobs.BatchWorker {
-	t.Helper()
-	bw, ok := h.Store.(jobs.BatchWorker)
-	if !ok {
-		t.Skipf("%T offers no jobs.BatchWorker", h.Store)
-	}
-	return bw
-}
+var batchWorker = capability[jobs.BatchWorker]
 
 // wantResults checks each item's result: nil, or an error wrapping want.
 func wantResults(t *testing.T, op string, got []error, want ...error) {

@@ -10,14 +10,7 @@ import (
 
 // counter is the store's jobs.FinishedCounter; a store without the
 // optional capability skips these cases, saying so.
-func counter(t *testing.T, h *Harness) jobs.FinishedCounter {
-	t.Helper()
-	c, ok := h.Store.(jobs.FinishedCounter)
-	if !ok {
-		t.Skipf("%T does not implement jobs.FinishedCounter (optional)", h.Store)
-	}
-	return c
-}
+var counter = capability[jobs.FinishedCounter]
 
 func finishedCounts(t *testing.T, c jobs.FinishedCounter, p jobs.FinishedCountsParams) map[jobs.FinishedCount]int64 {
 	t.Helper()

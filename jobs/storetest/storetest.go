@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -94,7 +95,23 @@ func runGroups(t *testing.T, groups []group, newHarness Factory) {
 // CaseCount reports how many cases Run runs (subtests of table cases not
 // counted), so a store's test can assert it ran the whole contract.
 func CaseCount() int {
-	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(batchCases) + len(cancelCases) + len(scheduleCases) + len(retentionCases) + len(finishedCases) + len(rescueCases) + len(operatorCases) + 1 + len(depthCases) + len(invariantCases)
+	n := len(invariantCases)
+	for _, g := range transitionGroups {
+		n += len(g.cases)
+	}
+	return n
+}
+
+// capability returns the store as the optional capability C, or skips the
+// case, naming what the store does not offer (jobs.Store: optional means
+// its own interface).
+func capability[C any](t *testing.T, h *Harness) C {
+	t.Helper()
+	c, ok := h.Store.(C)
+	if !ok {
+		t.Skipf("%T does not implement %v (optional)", h.Store, reflect.TypeFor[C]())
+	}
+	return c
 }
 
 const (
