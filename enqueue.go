@@ -38,11 +38,10 @@ type ArgsWithOpts interface {
 // EnqueueOpts are the options of one enqueue. The zero value enqueues on
 // the default queue, due now, with the Client's default number of attempts.
 //
-// EnqueueOpts is the one list of the options: each field is the field of
-// the same name and type of jobs.EnqueueParams, and the merge over Args'
-// own options and the conversion take every field as it is, so a new
-// option is a field here and its field there
-// (TestEnqueueOptsAreTheOptionsOfEnqueueParams).
+// Each field is the field of the same name and type of jobs.EnqueueParams
+// (TestEnqueueOptsAreTheOptionsOfEnqueueParams); a new option is that
+// field, its twin there, and one line each in over and params, which
+// TestEveryEnqueueOptionIsMergedAndConverted checks.
 type EnqueueOpts struct {
 	// Queue defaults to "default".
 	Queue string
@@ -63,25 +62,20 @@ type EnqueueOpts struct {
 	CreatedBy string
 }
 
-// optField is one option of EnqueueOpts: its field in jobs.EnqueueParams,
-// and whether its type tells itself when it is unset (time.Time: a zero
-// instant in any location).
+// optField is one option of EnqueueOpts: whether its type tells itself
+// when it is unset (time.Time: a zero instant in any location).
 type optField struct {
-	param  int
 	zeroer bool
 }
 
-// optFields are the options, in EnqueueOpts' order.
+// optFields are the options, in EnqueueOpts' order, for setOpts (a
+// schedule's check of what it refuses, run once per definition).
 var optFields = sync.OnceValue(func() []optField {
-	opts, params := reflect.TypeFor[EnqueueOpts](), reflect.TypeFor[jobs.EnqueueParams]()
+	opts := reflect.TypeFor[EnqueueOpts]()
 	zeroer := reflect.TypeFor[interface{ IsZero() bool }]()
 	out := make([]optField, opts.NumField())
 	for i := range out {
-		f, ok := params.FieldByName(opts.Field(i).Name)
-		if !ok { // TestEnqueueOptsAreTheOptionsOfEnqueueParams
-			panic("chokaq: jobs.EnqueueParams has no option " + opts.Field(i).Name)
-		}
-		out[i] = optField{param: f.Index[0], zeroer: reflect.PointerTo(opts.Field(i).Type).Implements(zeroer)}
+		out[i] = optField{zeroer: reflect.PointerTo(opts.Field(i).Type).Implements(zeroer)}
 	}
 	return out
 })
@@ -118,24 +112,51 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	if err != nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: encode the args of a %s job: %w", kind, err)
 	}
-	p := jobs.EnqueueParams{Type: kind, Payload: payload}
-	var call, own reflect.Value
-	if opts != nil {
-		call = reflect.ValueOf(opts).Elem()
-	}
+	var o EnqueueOpts
 	if d, ok := args.(ArgsWithOpts); ok {
-		own = reflect.ValueOf(d.EnqueueOpts())
+		o = d.EnqueueOpts()
 	}
-	pv := reflect.ValueOf(&p).Elem()
-	for i, f := range optFields() {
-		switch {
-		case call.IsValid() && f.set(call.Field(i)):
-			pv.Field(f.param).Set(call.Field(i))
-		case own.IsValid():
-			pv.Field(f.param).Set(own.Field(i))
-		}
+	if opts != nil {
+		o = opts.over(o)
 	}
-	return p, nil
+	return jobs.EnqueueParams{
+		Type: kind, Payload: payload,
+		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
+		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy,
+	}, nil
+}
+
+// over is o over base: each option o sets wins. It and params list the
+// options by hand, because the enqueue path runs for every job and a copy
+// by reflection costs it allocations; TestEveryEnqueueOptionIsMergedAndConverted
+// sets every field by reflection and fails when one is left out here or
+// in params.
+func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
+	if o.Queue != "" {
+		base.Queue = o.Queue
+	}
+	if o.Priority != 0 {
+		base.Priority = o.Priority
+	}
+	if o.Delay != 0 {
+		base.Delay = o.Delay
+	}
+	if !o.RunAt.IsZero() {
+		base.RunAt = o.RunAt
+	}
+	if o.MaxAttempts != 0 {
+		base.MaxAttempts = o.MaxAttempts
+	}
+	if o.Tags != nil {
+		base.Tags = o.Tags
+	}
+	if o.IdempotencyKey != "" {
+		base.IdempotencyKey = o.IdempotencyKey
+	}
+	if o.CreatedBy != "" {
+		base.CreatedBy = o.CreatedBy
+	}
+	return base
 }
 
 // Enqueue adds a job of args' kind, its payload args encoded as JSON, and
