@@ -93,6 +93,24 @@ func (b *buffer) pop(ctx context.Context) (*fetched, bool) {
 	}
 }
 
+// tryPop takes the first buffered job without waiting, or returns nil.
+func (b *buffer) tryPop() *fetched {
+	b.mu.Lock()
+	if b.closed || len(b.items) == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	f := b.items[0]
+	b.items[0] = nil
+	b.items = b.items[1:]
+	more := len(b.items) > 0
+	b.mu.Unlock()
+	if more {
+		b.poke() // an idle worker may take the next
+	}
+	return f
+}
+
 // takeIf removes and returns the buffered jobs for which drop is true.
 func (b *buffer) takeIf(drop func(*fetched) bool) []*fetched {
 	b.mu.Lock()
