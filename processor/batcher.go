@@ -102,6 +102,12 @@ func (b *batcher[Req, Res]) do(s *slot[Req, Res]) (Res, error) {
 // first among them), answers each request, and then hands the lead to
 // the first request that queued meanwhile, or, if none did, gives it up.
 func (b *batcher[Req, Res]) lead() {
+	// Workers the last call answered are runnable now, about to queue
+	// their next transition: one yield lets them, so they ride this call
+	// instead of waiting for the next (two groups of workers that take
+	// turns would each wait for two round trips per job). When nothing
+	// else is runnable it returns at once.
+	runtime.Gosched()
 	b.mu.Lock()
 	n := min(len(b.queue), b.max)
 	b.batch = append(b.batch[:0], b.queue[:n]...)
