@@ -138,6 +138,39 @@ func TestAChainedStartWhoseReplyIsLostKeepsBeating(t *testing.T) {
 	})
 }
 
+// TestAChainedStartThatNeverRanKeepsItsJob: the call that would complete
+// one job and start the next fails before it reaches the store, and the
+// store refuses transitions for three minutes. The next job's beats find
+// it still Fetched (the heartbeat says lost): that is no loss while its
+// start is unanswered, and once the store is back the job starts and runs.
+func TestAChainedStartThatNeverRanKeepsItsJob(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &chainStore{Store: newMem()}
+		a := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		b := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		var until time.Time
+		s.setBefore(func(t jobs.Transitions) (bool, error) {
+			if until.IsZero() && len(t.Starts) > 0 && len(t.Completes) > 0 {
+				until = time.Now().Add(3 * time.Minute)
+			}
+			if time.Now().Before(until) {
+				return false, errReplyLost
+			}
+			return true, nil
+		})
+		reg := processor.NewRegistry()
+		runs := runOnce(reg, time.Millisecond)
+		cfg := testConfig()
+		cfg.Concurrency = 1
+		p := startProcessor(t, s, reg, cfg)
+		waitFor(t, 5*time.Minute, "both archived", func() bool { return countIn(t, s, jobs.TableArchive) == 2 })
+		stop(t, p)
+		if st := p.Stats(); st.HeartbeatBeats == 0 || runs(a) != 1 || runs(b) != 1 {
+			t.Fatalf("stats %+v, runs %d and %d; want b beaten while Fetched, and each job run once", st, runs(a), runs(b))
+		}
+	})
+}
+
 // TestAChainedStartSurvivesItsOutcomesLostLease: the outcome a start rides
 // with is refused (rescue took that job meanwhile); the start stands, and
 // the next job runs.
