@@ -28,7 +28,7 @@ type chainStore struct {
 }
 
 func (c *chainStore) Transition(ctx context.Context, t jobs.Transitions) (jobs.TransitionResults, error) {
-	if len(t.Starts) > 0 && len(t.Completes)+len(t.Retries)+len(t.DeadLetters) > 0 {
+	if chained(t) {
 		c.chained.Add(1)
 	}
 	c.mu.Lock()
@@ -74,6 +74,54 @@ func runOnce(reg *processor.Registry, d time.Duration) (runs func(id int64) int)
 
 var errReplyLost = errors.New("connection reset: the reply was lost")
 
+// chained reports whether t carries a start and an outcome.
+func chained(t jobs.Transitions) bool {
+	return len(t.Starts) > 0 && len(t.Completes)+len(t.Retries)+len(t.DeadLetters) > 0
+}
+
+// oneWorker starts a processor of one worker over a chainStore holding n
+// jobs of type "h" whose handler returns nil at once, with hook as the
+// store's before: the store, the jobs' IDs, the processor and each job's
+// runs.
+func oneWorker(t *testing.T, n int, hook func(s *chainStore, t jobs.Transitions) (bool, error), cfg processor.Config) (
+	*chainStore, []int64, *processor.Processor, func(int64) int) {
+	t.Helper()
+	s := &chainStore{Store: newMem()}
+	ids := make([]int64, n)
+	for i := range ids {
+		ids[i] = enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+	}
+	if hook != nil {
+		s.setBefore(func(tr jobs.Transitions) (bool, error) { return hook(s, tr) })
+	}
+	reg := processor.NewRegistry()
+	runs := runOnce(reg, time.Millisecond)
+	cfg.Concurrency = 1
+	return s, ids, startProcessor(t, s, reg, cfg), runs
+}
+
+// outageAfterChain fails every transition for three minutes from the
+// first that carries a start and an outcome; applyFirst says whether that
+// one reaches the store (its reply lost) or not. It reports whether it
+// has begun.
+func outageAfterChain(applyFirst bool) (hook func(*chainStore, jobs.Transitions) (bool, error), begun func() bool) {
+	var mu sync.Mutex
+	var until time.Time
+	hook = func(_ *chainStore, t jobs.Transitions) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if until.IsZero() && chained(t) {
+			until = time.Now().Add(3 * time.Minute)
+			return applyFirst, errReplyLost
+		}
+		if time.Now().Before(until) {
+			return false, errReplyLost
+		}
+		return true, nil
+	}
+	return hook, func() bool { mu.Lock(); defer mu.Unlock(); return !until.IsZero() }
+}
+
 // TestABusyWorkerStartsItsNextJobWithItsOutcome: one worker with a full
 // buffer writes each outcome in the same call as the start of its next
 // job, so it pays one store call per job, not two.
@@ -105,32 +153,15 @@ func TestABusyWorkerStartsItsNextJobWithItsOutcome(t *testing.T) {
 // start reported again by the retry, and it must run once, on one attempt.
 func TestAChainedStartWhoseReplyIsLostKeepsBeating(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &chainStore{Store: newMem()}
-		a := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		b := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		var until time.Time
-		s.setBefore(func(t jobs.Transitions) (bool, error) {
-			switch {
-			case until.IsZero() && len(t.Starts) > 0 && len(t.Completes) > 0:
-				until = time.Now().Add(3 * time.Minute)
-				return true, errReplyLost // applied, reply lost
-			case time.Now().Before(until):
-				return false, errReplyLost
-			}
-			return true, nil
-		})
+		hook, begun := outageAfterChain(true)
+		s, ids, p, runs := oneWorker(t, 2, hook, testConfig())
 		startRescue(t, s, zombie.Config{ScanInterval: time.Second, FetchedJobTimeout: 10 * time.Minute, ProcessingZombieTimeout: time.Minute})
-		reg := processor.NewRegistry()
-		runs := runOnce(reg, time.Millisecond)
-		cfg := testConfig()
-		cfg.Concurrency = 1
-		p := startProcessor(t, s, reg, cfg)
 		waitFor(t, 5*time.Minute, "both archived", func() bool { return countIn(t, s, jobs.TableArchive) == 2 })
 		stop(t, p)
-		if until.IsZero() {
+		if !begun() {
 			t.Fatal("no transition carried a complete and a start: nothing was tested")
 		}
-		for _, id := range []int64{a, b} {
+		for _, id := range ids {
 			if j := get(t, s, id); j.AttemptCount != 1 || runs(id) != 1 {
 				t.Fatalf("job %d: %d attempts recorded, %d runs; want one of each", id, j.AttemptCount, runs(id))
 			}
@@ -145,28 +176,12 @@ func TestAChainedStartWhoseReplyIsLostKeepsBeating(t *testing.T) {
 // start is unanswered, and once the store is back the job starts and runs.
 func TestAChainedStartThatNeverRanKeepsItsJob(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &chainStore{Store: newMem()}
-		a := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		b := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		var until time.Time
-		s.setBefore(func(t jobs.Transitions) (bool, error) {
-			if until.IsZero() && len(t.Starts) > 0 && len(t.Completes) > 0 {
-				until = time.Now().Add(3 * time.Minute)
-			}
-			if time.Now().Before(until) {
-				return false, errReplyLost
-			}
-			return true, nil
-		})
-		reg := processor.NewRegistry()
-		runs := runOnce(reg, time.Millisecond)
-		cfg := testConfig()
-		cfg.Concurrency = 1
-		p := startProcessor(t, s, reg, cfg)
+		hook, begun := outageAfterChain(false)
+		s, ids, p, runs := oneWorker(t, 2, hook, testConfig())
 		waitFor(t, 5*time.Minute, "both archived", func() bool { return countIn(t, s, jobs.TableArchive) == 2 })
 		stop(t, p)
-		if st := p.Stats(); st.HeartbeatBeats == 0 || runs(a) != 1 || runs(b) != 1 {
-			t.Fatalf("stats %+v, runs %d and %d; want b beaten while Fetched, and each job run once", st, runs(a), runs(b))
+		if st := p.Stats(); !begun() || st.HeartbeatBeats == 0 || runs(ids[0]) != 1 || runs(ids[1]) != 1 {
+			t.Fatalf("stats %+v, runs %d and %d; want the second job beaten while Fetched, and each job run once", st, runs(ids[0]), runs(ids[1]))
 		}
 	})
 }
@@ -176,31 +191,23 @@ func TestAChainedStartThatNeverRanKeepsItsJob(t *testing.T) {
 // the next job runs.
 func TestAChainedStartSurvivesItsOutcomesLostLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &chainStore{Store: newMem()}
-		a := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		b := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
 		var once sync.Once
-		s.setBefore(func(t jobs.Transitions) (bool, error) {
-			if len(t.Starts) > 0 && len(t.Completes) > 0 {
+		s, ids, p, runs := oneWorker(t, 2, func(s *chainStore, t jobs.Transitions) (bool, error) {
+			if chained(t) {
 				once.Do(func() {
 					// what rescue phase 3 would do to a job past its deadline
 					_ = s.Store.DeadLetter(context.Background(), t.Completes[0], jobs.DeadLetterParams{Reason: jobs.ReasonTimeout, Details: "taken"})
 				})
 			}
 			return true, nil
-		})
-		reg := processor.NewRegistry()
-		runs := runOnce(reg, time.Millisecond)
-		cfg := testConfig()
-		cfg.Concurrency = 1
-		p := startProcessor(t, s, reg, cfg)
-		waitFor(t, time.Minute, "b archived", inTable(s, b, jobs.TableArchive))
+		}, testConfig())
+		waitFor(t, time.Minute, "the second job archived", inTable(s, ids[1], jobs.TableArchive))
 		stop(t, p)
-		if j := get(t, s, a); j.Table != jobs.TableDLQ {
-			t.Fatalf("a is in %s, want the DLQ it was taken to", j.Table)
+		if j := get(t, s, ids[0]); j.Table != jobs.TableDLQ {
+			t.Fatalf("the first job is in %s, want the DLQ it was taken to", j.Table)
 		}
-		if st := p.Stats(); st.LeaseLost != 1 || st.Succeeded != 1 || runs(b) != 1 {
-			t.Fatalf("stats %+v, b ran %d times; want a's lease lost and b run once", st, runs(b))
+		if st := p.Stats(); st.LeaseLost != 1 || st.Succeeded != 1 || runs(ids[1]) != 1 {
+			t.Fatalf("stats %+v, the second job ran %d times; want the first's lease lost and the second run once", st, runs(ids[1]))
 		}
 	})
 }
@@ -210,31 +217,22 @@ func TestAChainedStartSurvivesItsOutcomesLostLease(t *testing.T) {
 // outcome it rode with stands, and the worker goes on with the job after.
 func TestAChainedStartOfAJobTakenMeanwhileIsRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &chainStore{Store: newMem()}
-		a := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		b := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		c := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
 		var once sync.Once
-		s.setBefore(func(t jobs.Transitions) (bool, error) {
-			if len(t.Starts) > 0 && len(t.Completes) > 0 {
+		s, ids, p, runs := oneWorker(t, 3, func(s *chainStore, t jobs.Transitions) (bool, error) {
+			if chained(t) {
 				once.Do(func() {
 					_, _ = s.Store.Cancel(context.Background(), jobs.CancelParams{IDs: []int64{t.Starts[0].ID}, By: "test"})
 				})
 			}
 			return true, nil
-		})
-		reg := processor.NewRegistry()
-		runs := runOnce(reg, time.Millisecond)
-		cfg := testConfig()
-		cfg.Concurrency = 1
-		p := startProcessor(t, s, reg, cfg)
-		waitFor(t, time.Minute, "a and c archived", func() bool { return countIn(t, s, jobs.TableArchive) == 2 })
+		}, testConfig())
+		waitFor(t, time.Minute, "two archived", func() bool { return countIn(t, s, jobs.TableArchive) == 2 })
 		stop(t, p)
-		if j := get(t, s, b); j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonCancelled || runs(b) != 0 {
-			t.Fatalf("b: %s, %s, ran %d times; want cancelled before it ran", j.Table, j.FailureReason, runs(b))
+		if j := get(t, s, ids[1]); j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonCancelled || runs(ids[1]) != 0 {
+			t.Fatalf("the second job: %s, %s, ran %d times; want cancelled before it ran", j.Table, j.FailureReason, runs(ids[1]))
 		}
-		if runs(a) != 1 || runs(c) != 1 {
-			t.Fatalf("a ran %d times, c %d; want once each", runs(a), runs(c))
+		if runs(ids[0]) != 1 || runs(ids[2]) != 1 {
+			t.Fatalf("the first job ran %d times, the third %d; want once each", runs(ids[0]), runs(ids[2]))
 		}
 	})
 }
@@ -246,32 +244,26 @@ func TestAChainedStartOfAJobTakenMeanwhileIsRefused(t *testing.T) {
 // left for rescue to dead-letter as a zombie.
 func TestStopGivesBackAChainedStartItNeverHeardOf(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := &chainStore{Store: newMem()}
-		enqueue(t, s, jobs.EnqueueParams{Type: "h"})
-		b := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
 		var broken atomic.Bool
-		s.setBefore(func(t jobs.Transitions) (bool, error) {
+		cfg := testConfig()
+		cfg.ShutdownTimeout = time.Second
+		s, ids, p, runs := oneWorker(t, 2, func(_ *chainStore, t jobs.Transitions) (bool, error) {
 			if broken.Load() {
 				return false, errReplyLost
 			}
-			if len(t.Starts) > 0 && len(t.Completes) > 0 {
+			if chained(t) {
 				broken.Store(true)
 				return true, errReplyLost
 			}
 			return true, nil
-		})
-		reg := processor.NewRegistry()
-		runs := runOnce(reg, time.Millisecond)
-		cfg := testConfig()
-		cfg.Concurrency, cfg.ShutdownTimeout = 1, time.Second
-		p := startProcessor(t, s, reg, cfg)
+		}, cfg)
 		waitFor(t, time.Minute, "the chained call sent", broken.Load)
 		time.Sleep(10 * time.Second)
 		_ = p.Stop(context.Background())
 		synctest.Wait()
-		j := get(t, s, b)
-		if j.Table != jobs.TableHot || j.Status != jobs.StatusPending || runs(b) != 0 {
-			t.Fatalf("b: %s status %d, ran %d times; want Pending again, never run", j.Table, j.Status, runs(b))
+		j := get(t, s, ids[1])
+		if j.Table != jobs.TableHot || j.Status != jobs.StatusPending || runs(ids[1]) != 0 {
+			t.Fatalf("the second job: %s status %d, ran %d times; want Pending again, never run", j.Table, j.Status, runs(ids[1]))
 		}
 	})
 }
