@@ -106,9 +106,14 @@ func (b *batcher[Req, Res]) lead() {
 	// their next transition: one yield lets them, so they ride this call
 	// instead of waiting for the next (two groups of workers that take
 	// turns would each wait for two round trips per job). When nothing
-	// else is runnable it returns at once.
-	runtime.Gosched()
+	// else is runnable it returns at once; when every worker has queued
+	// there is no one to wait for.
 	b.mu.Lock()
+	if len(b.queue) < b.peers {
+		b.mu.Unlock()
+		runtime.Gosched()
+		b.mu.Lock()
+	}
 	n := min(len(b.queue), b.max)
 	b.batch = append(b.batch[:0], b.queue[:n]...)
 	rest := copy(b.queue, b.queue[n:])
