@@ -327,3 +327,47 @@ func TestClaimsOverlapUnderLoad(t *testing.T) {
 		})
 	}
 }
+
+// lateBeats answers each heartbeat call as the store saw it when the call
+// arrived, but only after holding the answer for a while: an answer that
+// overtakes nothing the worker did since.
+type lateBeats struct {
+	*chainStore
+	hold time.Duration
+}
+
+func (l lateBeats) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
+	r, err := l.chainStore.Heartbeat(ctx, refs)
+	time.Sleep(l.hold)
+	return r, err
+}
+
+// TestABeatSentBeforeItsStartWasConfirmedIsNoLoss: a chained call is slow
+// (15 s); meanwhile the next job's beat goes out while it is still Fetched,
+// and the store's "lost" comes back after the start was confirmed. That
+// answer is about the Fetched job, not a lost lease: the handler must not
+// be cancelled, and the job must be archived.
+func TestABeatSentBeforeItsStartWasConfirmedIsNoLoss(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := &chainStore{Store: newMem()}
+		enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		b := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		var slowed atomic.Bool
+		s.setBefore(func(t jobs.Transitions) (bool, error) {
+			if chained(t) && !slowed.Swap(true) {
+				time.Sleep(15 * time.Second)
+			}
+			return true, nil
+		})
+		reg := processor.NewRegistry()
+		runs := runOnce(reg, 30*time.Second) // still running when the late answer comes
+		cfg := testConfig()
+		cfg.Concurrency = 1
+		p := startProcessor(t, lateBeats{chainStore: s, hold: 10 * time.Second}, reg, cfg)
+		waitFor(t, 5*time.Minute, "the second job archived", inTable(s, b, jobs.TableArchive))
+		stop(t, p)
+		if st := p.Stats(); st.LeaseLost != 0 || runs(b) != 1 || !slowed.Load() {
+			t.Fatalf("stats %+v, the second job ran %d times; want no lease lost and one run", st, runs(b))
+		}
+	})
+}

@@ -56,7 +56,11 @@ type beat struct {
 	// committed with its reply lost, so the job is beaten from before the
 	// start is sent, and a "lost" answer only means it is still Fetched.
 	pending bool
-	log     jobLogger
+	// sentPending: the beat was pending when its call went out, so a
+	// "lost" in that call's answer proves nothing even if the start was
+	// confirmed while the call was out.
+	sentPending bool
+	log         jobLogger
 }
 
 type beatHeap []*beat
@@ -258,6 +262,7 @@ func (h *heartbeater) due() []*beat {
 			early = append(early, b)
 			continue
 		}
+		b.sentPending = b.pending
 		out = append(out, b)
 	}
 	for _, b := range early {
@@ -326,7 +331,7 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 			}
 			b.due = now.Add(h.retryWait)
 			b.earliest = b.due
-		case lostSet[b.ref] && b.pending:
+		case lostSet[b.ref] && b.sentPending:
 			// Not started yet (still Fetched), or its lease is gone: the
 			// start's own answer will tell which; until then it beats on.
 			h.setFailedLocked(b, false)
