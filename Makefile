@@ -8,8 +8,8 @@ SQLSERVER_ENV   := .sqlserver.env
 
 FUZZTIME        ?= 30s
 # Test tooling lives in modules of its own, so the library's go.mod lists
-# neither a browser driver nor a Docker client.
-MODULES         := . dashboard/browsertest sqlserver/sqlservertest/container
+# neither a browser driver, a Docker client nor a peer library (bench).
+MODULES         := . dashboard/browsertest sqlserver/sqlservertest/container bench
 
 .PHONY: help test fmt-check tidy-check vet staticcheck race steady-heap model fuzz test-sqlserver sqlserver-up sqlserver-down bench run
 

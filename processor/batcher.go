@@ -102,7 +102,18 @@ func (b *batcher[Req, Res]) do(s *slot[Req, Res]) (Res, error) {
 // first among them), answers each request, and then hands the lead to
 // the first request that queued meanwhile, or, if none did, gives it up.
 func (b *batcher[Req, Res]) lead() {
+	// Workers the last call answered are runnable now, about to queue
+	// their next transition: one yield lets them, so they ride this call
+	// instead of waiting for the next (two groups of workers that take
+	// turns would each wait for two round trips per job). When nothing
+	// else is runnable it returns at once; when every worker has queued
+	// there is no one to wait for.
 	b.mu.Lock()
+	if len(b.queue) < b.peers {
+		b.mu.Unlock()
+		runtime.Gosched()
+		b.mu.Lock()
+	}
 	n := min(len(b.queue), b.max)
 	b.batch = append(b.batch[:0], b.queue[:n]...)
 	rest := copy(b.queue, b.queue[n:])
@@ -206,12 +217,15 @@ type batchers struct {
 }
 
 // transition is one worker's request: start, complete, retry or
-// dead-letter one job.
+// dead-letter one job, and, with an outcome, the start of the worker's
+// next job (chained) in the same call.
 type transition struct {
 	kind       transitionKind
 	ref        jobs.LeaseRef
 	retry      jobs.RetryParams
 	deadLetter jobs.DeadLetterParams
+	next       jobs.LeaseRef
+	chained    bool
 }
 
 type transitionKind uint8
@@ -223,59 +237,87 @@ const (
 	transitionDeadLetter
 )
 
-// transitionResult is one request's answer: the start's report, and the
-// job's own error (its lease lost, its parameters refused), nil if done.
+// transitionResult is one request's answer: the start's report (a start's,
+// or the chained start's), and each job's own error (its lease lost, its
+// parameters refused), nil if done.
 type transitionResult struct {
 	started jobs.Started
 	err     error
+	nextErr error
 }
 
 // writeTimeout bounds one store call of a worker's transition.
 const writeTimeout = 30 * time.Second
 
 func newBatchers(ctx context.Context, w jobs.Worker, bw jobs.BatchWorker, cfg Config) *batchers {
-	sp := jobs.StartParams{DefaultTimeout: cfg.DefaultTimeout}
-	many := func(ctx context.Context, reqs []transition) ([]transitionResult, error) {
-		return transitionMany(ctx, bw, sp, reqs)
-	}
+	// The leader's scratch: one call at a time uses it, and every answer
+	// is copied out before the lead passes on.
+	sc := &transitionScratch{bw: bw, t: jobs.Transitions{StartParams: jobs.StartParams{DefaultTimeout: cfg.DefaultTimeout}}}
 	one := func(ctx context.Context, t transition) (transitionResult, error) {
 		var r transitionResult
-		switch t.kind {
-		case transitionStart:
-			r.started, r.err = w.Start(ctx, t.ref, sp)
-		case transitionComplete:
+		switch {
+		case t.chained: // no one-job call carries two jobs
+			sc.one = append(sc.one[:0], t)
+			rs, err := sc.send(ctx, sc.one)
+			if err != nil {
+				return r, err
+			}
+			return rs[0], nil
+		case t.kind == transitionStart:
+			r.started, r.err = w.Start(ctx, t.ref, sc.t.StartParams)
+		case t.kind == transitionComplete:
 			r.err = w.Complete(ctx, t.ref)
-		case transitionRetry:
+		case t.kind == transitionRetry:
 			r.err = w.Retry(ctx, t.ref, t.retry)
-		case transitionDeadLetter:
+		case t.kind == transitionDeadLetter:
 			r.err = w.DeadLetter(ctx, t.ref, t.deadLetter)
 		}
 		return r, callError(r.err)
 	}
-	return &batchers{watchDone: make(chan struct{}), all: newBatcher(ctx, cfg, many, one)}
+	return &batchers{watchDone: make(chan struct{}), all: newBatcher(ctx, cfg, sc.send, one)}
 }
 
-// transitionMany sends reqs as one Transition and hands each its answer.
-func transitionMany(ctx context.Context, bw jobs.BatchWorker, sp jobs.StartParams, reqs []transition) ([]transitionResult, error) {
-	t := jobs.Transitions{StartParams: sp}
-	at := make([]int, len(reqs)) // each request's place in its list
+// transitionScratch sends requests as one Transition, reusing its lists
+// and results from call to call.
+type transitionScratch struct {
+	bw  jobs.BatchWorker
+	t   jobs.Transitions
+	at  []int // each request's place in its list, and its chained start's
+	out []transitionResult
+	one []transition
+}
+
+// send sends reqs as one Transition and hands each its answer. Starts are
+// a list of their own, so a chained start commits before the outcome it
+// rides with (ADR 0018). The answers are valid until the next send.
+func (sc *transitionScratch) send(ctx context.Context, reqs []transition) ([]transitionResult, error) {
+	t := &sc.t
+	t.Starts, t.Completes, t.Retries, t.DeadLetters = t.Starts[:0], t.Completes[:0], t.Retries[:0], t.DeadLetters[:0]
+	at := append(sc.at[:0], make([]int, 2*len(reqs))...)
+	sc.at = at
 	for i, r := range reqs {
 		switch r.kind {
 		case transitionStart:
-			at[i] = len(t.Starts)
+			at[2*i] = len(t.Starts)
 			t.Starts = append(t.Starts, r.ref)
 		case transitionComplete:
-			at[i] = len(t.Completes)
+			at[2*i] = len(t.Completes)
 			t.Completes = append(t.Completes, r.ref)
 		case transitionRetry:
-			at[i] = len(t.Retries)
+			at[2*i] = len(t.Retries)
 			t.Retries = append(t.Retries, jobs.RetryItem{Ref: r.ref, Params: r.retry})
 		case transitionDeadLetter:
-			at[i] = len(t.DeadLetters)
+			at[2*i] = len(t.DeadLetters)
 			t.DeadLetters = append(t.DeadLetters, jobs.DeadLetterItem{Ref: r.ref, Params: r.deadLetter})
 		}
+		if r.chained {
+			at[2*i+1] = len(t.Starts)
+			t.Starts = append(t.Starts, r.next)
+		}
 	}
-	res, err := bw.Transition(ctx, t)
+	res, err := sc.bw.Transition(ctx, sc.lists())
+	clear(t.Retries) // the error texts are not kept past the call
+	clear(t.DeadLetters)
 	if err != nil {
 		return nil, err
 	}
@@ -283,20 +325,45 @@ func transitionMany(ctx context.Context, bw jobs.BatchWorker, sp jobs.StartParam
 		len(res.Retries) != len(t.Retries) || len(res.DeadLetters) != len(t.DeadLetters) {
 		return nil, errors.New("processor: the store answered a batch with the wrong number of results")
 	}
-	out := make([]transitionResult, len(reqs))
+	out := append(sc.out[:0], make([]transitionResult, len(reqs))...)
+	sc.out = out
 	for i, r := range reqs {
+		k := at[2*i]
 		switch r.kind {
 		case transitionStart:
-			out[i] = transitionResult{started: res.Starts[at[i]].Started, err: res.Starts[at[i]].Err}
+			out[i] = transitionResult{started: res.Starts[k].Started, err: res.Starts[k].Err}
 		case transitionComplete:
-			out[i].err = res.Completes[at[i]]
+			out[i].err = res.Completes[k]
 		case transitionRetry:
-			out[i].err = res.Retries[at[i]]
+			out[i].err = res.Retries[k]
 		case transitionDeadLetter:
-			out[i].err = res.DeadLetters[at[i]]
+			out[i].err = res.DeadLetters[k]
+		}
+		if r.chained {
+			sr := res.Starts[at[2*i+1]]
+			out[i].started, out[i].nextErr = sr.Started, sr.Err
 		}
 	}
 	return out, nil
+}
+
+// lists is the call's Transitions, an empty list as nil: a store skips
+// the lists it is not given.
+func (sc *transitionScratch) lists() jobs.Transitions {
+	t := sc.t
+	if len(t.Starts) == 0 {
+		t.Starts = nil
+	}
+	if len(t.Completes) == 0 {
+		t.Completes = nil
+	}
+	if len(t.Retries) == 0 {
+		t.Retries = nil
+	}
+	if len(t.DeadLetters) == 0 {
+		t.DeadLetters = nil
+	}
+	return t
 }
 
 // callError is err when it is about the call (the store unreachable, the
@@ -330,14 +397,21 @@ func (b *batchers) stop() {
 	b.all.stop()
 }
 
-// workerSlots are one worker's request, reused job after job.
+// workerSlots are one worker's request and execution timer, reused job
+// after job, and the next job whose start rides with the outcome being
+// written (nil when none does).
 type workerSlots struct {
-	t *slot[transition, transitionResult]
+	t     *slot[transition, transitionResult]
+	chain *run
+	deadline
 }
 
 func newWorkerSlots() *workerSlots {
 	return &workerSlots{t: newSlot[transition, transitionResult]()}
 }
+
+// close stops the worker's timer.
+func (ws *workerSlots) close() { ws.disarm() }
 
 // do sends one transition of a worker through the batcher.
 func (p *Processor) do(ws *workerSlots, t transition) (transitionResult, error) {
@@ -349,10 +423,11 @@ func (p *Processor) do(ws *workerSlots, t transition) (transitionResult, error) 
 	return r, nil
 }
 
-// startJob starts one job, in the next batch when the store has them.
-func (p *Processor) startJob(ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, error) {
+// startJob starts one job, in the next batch when the store has them;
+// ctx bounds the one-job call only (a batch call has its own bound).
+func (p *Processor) startJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, error) {
 	if p.batch == nil {
-		return p.store.Start(p.writesCtx, ref, jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
+		return p.store.Start(ctx, ref, jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
 	}
 	r, err := p.do(ws, transition{kind: transitionStart, ref: ref})
 	if err != nil {
@@ -361,31 +436,41 @@ func (p *Processor) startJob(ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, 
 	return r.started, r.err
 }
 
+// outcome sends t, an outcome, in the next batch, with the start of
+// ws.chain when that is still unanswered, and records the start's answer.
+func (p *Processor) outcome(ws *workerSlots, t transition) error {
+	next := ws.chain
+	if next != nil && !next.answered {
+		t.next, t.chained = next.beat.ref, true
+	}
+	r, err := p.do(ws, t)
+	if err == nil && t.chained {
+		next.answer(r.started, r.nextErr)
+	}
+	return answer(r.err, err)
+}
+
 // completeJob, retryJob and deadLetterJob write one outcome, in the next
-// batch when the store has them; ctx bounds the one-job call only (a
-// batch call has its own bound).
+// batch when the store has them; ctx bounds the one-job call only.
 func (p *Processor) completeJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef) error {
 	if p.batch == nil {
 		return p.store.Complete(ctx, ref)
 	}
-	r, err := p.do(ws, transition{kind: transitionComplete, ref: ref})
-	return answer(r.err, err)
+	return p.outcome(ws, transition{kind: transitionComplete, ref: ref})
 }
 
 func (p *Processor) retryJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, params jobs.RetryParams) error {
 	if p.batch == nil {
 		return p.store.Retry(ctx, ref, params)
 	}
-	r, err := p.do(ws, transition{kind: transitionRetry, ref: ref, retry: params})
-	return answer(r.err, err)
+	return p.outcome(ws, transition{kind: transitionRetry, ref: ref, retry: params})
 }
 
 func (p *Processor) deadLetterJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, params jobs.DeadLetterParams) error {
 	if p.batch == nil {
 		return p.store.DeadLetter(ctx, ref, params)
 	}
-	r, err := p.do(ws, transition{kind: transitionDeadLetter, ref: ref, deadLetter: params})
-	return answer(r.err, err)
+	return p.outcome(ws, transition{kind: transitionDeadLetter, ref: ref, deadLetter: params})
 }
 
 // answer is a batch request's error: the call's, else the job's own.

@@ -65,28 +65,39 @@ func BenchmarkThroughput(b *testing.B) {
 // jobs per second, for no-op jobs claimed 20 at a time, on the in-memory
 // store as is (Latency=0) and behind the latency store as a database
 // (Latency=500us: 500 us per call plus 5 us per row, 4 calls at a time).
-// At 500 us the number of calls decides the throughput.
+// At 500 us the number of calls decides the throughput. Mode=group hands
+// the processor the store with its batch forms (group commit, ADR 0018);
+// Mode=plain hands it latencystore.Single(), one call per transition, the
+// baseline; a group run reports its jobs/s as a multiple of the plain run
+// of the same concurrency just before it (x-plain).
 func BenchmarkStoreCallsPerJob(b *testing.B) {
 	db := latencystore.Config{Delay: 500 * time.Microsecond, PerRow: 5 * time.Microsecond, Pool: 4}
-	for _, lat := range []struct {
+	plain := map[int]float64{} // jobs/s of the last plain run, by concurrency
+	for _, c := range []struct {
 		name   string
 		cfg    latencystore.Config
+		single bool
 		linger time.Duration
 	}{
-		{"Latency=0", latencystore.Config{}, 0},
-		{"Latency=500us", db, 0},
-		{"Latency=500us,Linger=200us", db, 200 * time.Microsecond},
+		{"Latency=0/Mode=group", latencystore.Config{}, false, 0},
+		{"Latency=500us/Mode=plain", db, true, 0},
+		{"Latency=500us/Mode=group", db, false, 0},
+		{"Latency=500us/Mode=group,Linger=200us", db, false, 200 * time.Microsecond},
 	} {
 		for _, conc := range []int{8, 64} {
-			b.Run(fmt.Sprintf("%s/Concurrency=%d", lat.name, conc), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/Concurrency=%d", c.name, conc), func(b *testing.B) {
 				mem := newMem()
 				fill(b, mem, b.N)
-				s := latencystore.New(mem, lat.cfg)
+				s := latencystore.New(mem, c.cfg)
 				defer s.Close()
+				var store jobs.Store = s
+				if c.single {
+					store = s.Single()
+				}
 				reg := processor.NewRegistry()
 				reg.MustHandle("noop", func(context.Context, *processor.Job) error { return nil })
-				p, err := processor.New(s, reg, processor.Config{WorkerID: "bench", Concurrency: conc,
-					PrefetchSize: max(100, 2*conc), BatchSize: 20, PollInterval: 10 * time.Millisecond, BatchLinger: lat.linger})
+				p, err := processor.New(store, reg, processor.Config{WorkerID: "bench", Concurrency: conc,
+					PrefetchSize: max(100, 2*conc), BatchSize: 20, PollInterval: 10 * time.Millisecond, BatchLinger: c.linger})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -99,9 +110,16 @@ func BenchmarkStoreCallsPerJob(b *testing.B) {
 				}
 				b.StopTimer()
 				_ = p.Stop(context.Background())
+				rate := float64(b.N) / b.Elapsed().Seconds()
 				b.ReportMetric(float64(s.Counts(latencystore.WorkerOps...))/float64(b.N), "calls/job")
 				b.ReportMetric(float64(s.Count(latencystore.OpClaim))/float64(b.N), "claims/job")
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+				b.ReportMetric(rate, "jobs/s")
+				switch {
+				case c.single:
+					plain[conc] = rate
+				case c.cfg.Delay > 0 && plain[conc] > 0:
+					b.ReportMetric(rate/plain[conc], "x-plain")
+				}
 			})
 		}
 	}

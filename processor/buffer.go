@@ -74,15 +74,7 @@ func (b *buffer) pop(ctx context.Context) (*fetched, bool) {
 			return nil, false
 		}
 		if len(b.items) > 0 {
-			f := b.items[0]
-			b.items[0] = nil
-			b.items = b.items[1:]
-			more := len(b.items) > 0
-			b.mu.Unlock()
-			if more {
-				b.poke() // let the next idle worker in
-			}
-			return f, true
+			return b.takeFirstLocked(), true
 		}
 		b.mu.Unlock()
 		select {
@@ -91,6 +83,30 @@ func (b *buffer) pop(ctx context.Context) (*fetched, bool) {
 			return nil, false
 		}
 	}
+}
+
+// tryPop takes the first buffered job without waiting, or returns nil.
+func (b *buffer) tryPop() *fetched {
+	b.mu.Lock()
+	if b.closed || len(b.items) == 0 {
+		b.mu.Unlock()
+		return nil
+	}
+	return b.takeFirstLocked()
+}
+
+// takeFirstLocked takes the first job, unlocks, and lets the next idle
+// worker in if more are buffered.
+func (b *buffer) takeFirstLocked() *fetched {
+	f := b.items[0]
+	b.items[0] = nil
+	b.items = b.items[1:]
+	more := len(b.items) > 0
+	b.mu.Unlock()
+	if more {
+		b.poke()
+	}
+	return f
 }
 
 // takeIf removes and returns the buffered jobs for which drop is true.

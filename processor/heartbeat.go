@@ -51,7 +51,16 @@ type beat struct {
 	failed bool
 	// cancelled: the job's handler was cancelled at an operator's request.
 	cancelled bool
-	log       jobLogger
+	// pending: the job's start has gone out (alone or chained with the
+	// worker's last outcome) and its answer is not in: the start may have
+	// committed with its reply lost, so the job is beaten from before the
+	// start is sent, and a "lost" answer only means it is still Fetched.
+	pending bool
+	// sentPending: the beat was pending when its call went out, so a
+	// "lost" in that call's answer proves nothing even if the start was
+	// confirmed while the call was out.
+	sentPending bool
+	log         jobLogger
 }
 
 type beatHeap []*beat
@@ -129,9 +138,10 @@ func (h *heartbeater) schedule(b *beat, from time.Time) {
 	b.due = from.Add(h.min + time.Duration(h.rng.Int64N(int64(h.max-h.min)+1)))
 }
 
-// add starts beating for a job that just started.
-// add schedules b, a running job's beat the caller owns (its ref, cancel
-// and log set): it is the heartbeater's until remove.
+// add schedules b, the beat of a job whose start is about to go out (its
+// ref, cancel and log set, pending true): it is the heartbeater's until
+// remove. Beating before the start is sent is what keeps a start whose
+// reply is lost from leaving a Processing job with no heartbeat (ADR 0018).
 func (h *heartbeater) add(b *beat) {
 	ref := b.ref
 	h.mu.Lock()
@@ -143,6 +153,19 @@ func (h *heartbeater) add(b *beat) {
 	case h.wake <- struct{}{}:
 	default:
 	}
+}
+
+// started marks that a job's start was confirmed: its beats are now a
+// running job's, scheduled from now, so the first beat after the start
+// keeps the gap within [min, max] as every later one does.
+func (h *heartbeater) started(b *beat) {
+	h.mu.Lock()
+	b.pending = false
+	if b.index >= 0 {
+		h.schedule(b, time.Now())
+		heap.Fix(&h.heap, b.index)
+	}
+	h.mu.Unlock()
 }
 
 // finishing marks that a job's outcome is being written.
@@ -239,6 +262,7 @@ func (h *heartbeater) due() []*beat {
 			early = append(early, b)
 			continue
 		}
+		b.sentPending = b.pending
 		out = append(out, b)
 	}
 	for _, b := range early {
@@ -298,13 +322,21 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 			if b.failures == h.threshold {
 				degraded = append(degraded, b)
 			}
-			if h.cancelOn && b.failures >= h.threshold {
+			// A pending start has no handler to cancel, and dropping its
+			// beat could leave a started job with none: it keeps beating.
+			if h.cancelOn && b.failures >= h.threshold && !b.pending {
 				b.cancel(errHeartbeatFailure)
 				h.dropLocked(b)
 				continue
 			}
 			b.due = now.Add(h.retryWait)
 			b.earliest = b.due
+		case lostSet[b.ref] && b.sentPending:
+			// Not started yet (still Fetched), or its lease is gone: the
+			// start's own answer will tell which; until then it beats on.
+			h.setFailedLocked(b, false)
+			b.failures = 0
+			h.schedule(b, now)
 		case lostSet[b.ref]:
 			if !b.finishing {
 				b.cancel(errLeaseLost)

@@ -18,7 +18,10 @@ type jobLogger struct {
 
 func (l jobLogger) log(level zapcore.Level, msg string, fields []zap.Field) {
 	if ce := l.base.Check(level, msg); ce != nil {
-		ce.Write(append(fields,
+		// A new slice, so that fields (the caller's variadic array) never
+		// escapes: a line that is not written then allocates nothing.
+		all := make([]zap.Field, 0, len(fields)+4)
+		ce.Write(append(append(all, fields...),
 			zap.Int64("job_id", l.job.ID), zap.String("queue", l.job.Queue),
 			zap.String("type", l.job.Type), zap.Int64("lease", l.job.Lease))...)
 	}

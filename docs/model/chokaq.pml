@@ -26,6 +26,7 @@
  *   #define BROKEN_ZOMBIE_BELOW_BEAT     I3  a queue's zombie timeout below the heartbeat interval
  *   #define BROKEN_ZOMBIE_TO_PENDING     I4  rescue phase 2 sends expired jobs back to Pending
  *   #define BROKEN_COUNT_OUTSIDE_LOCK    I6  the claim counts active jobs before it locks the queue
+ *   #define BROKEN_CHAIN_UNBEATEN        I3  a chained start's job is beaten only once its start is confirmed
  */
 
 #ifdef NARRATE
@@ -103,9 +104,7 @@ byte seen[NW];          /* queue 0's active count + 1, read before the lock */
 
 /* worker goroutines: processor.execute for one job */
 #define G_IDLE 0
-#define G_START 1       /* start queued in the batcher */
-#define G_FAILREL 2     /* the start call failed: release the job */
-#define G_FAILRETRY 3   /* nothing released: hand the job back with a retry */
+#define G_START 1       /* its start sent (or queued in the batcher); after a lost reply, sent again */
 #define G_RUN 4         /* handler running; the heartbeater beats the job */
 #define G_OUT 5         /* the handler returned: its outcome is being written */
 #define G_SNOOZE 6      /* a snooze is being written */
@@ -134,7 +133,14 @@ byte gres[NK];          /* its answer */
 #define RES_LOST 2      /* ErrLeaseLost */
 #define RES_CANCELLED 3 /* ErrCancelled: the store dead-lettered the job instead */
 #define RES_CALLFAIL 4  /* the call failed or its reply was lost */
-bit  greg[NK];          /* in the heartbeater */
+bit  greg[NK];          /* in the heartbeater: from before the start goes out */
+/* the next job, whose start rides with the outcome being written (chained,
+ * batched goroutines only): its buffer slot moved here */
+byte gn[NK];            /* job + 1, or 0 */
+bit  gncur[NK];         /* its ref's lease is the row's RunLease */
+byte gns[NK];           /* its SnoozeCount, as claimed */
+byte gnres[NK];         /* its start's answer */
+bit  gnreg[NK];         /* its beat is in the heartbeater */
 bit  gcan[NK];          /* beat.cancelled: an operator's cancel reached the handler */
 byte bstage;            /* process 0's call in flight: 0 none, 1-4 the next list, 5 none left */
 
@@ -175,8 +181,9 @@ hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_ci
 /* the holders of job j's current lease */
 #define BHOLD(w, j)   (bj[w] == (j) + 1 && bcur[w])
 #define GHOLD(k, j)   (gph[k] != G_IDLE && gj[k] == (j) && gcur[k])
-#define HOLDERS(j)    (BHOLD(0, j) + BHOLD(1, j) + GHOLD(0, j) + GHOLD(1, j) + GHOLD(2, j))
-#define LHELD(j)      ((ALIVE(0) && (BHOLD(0, j) || GHOLD(0, j) || GHOLD(1, j))) || \
+#define GNHOLD(k, j)  (gn[k] == (j) + 1 && gncur[k])
+#define HOLDERS(j)    (BHOLD(0, j) + BHOLD(1, j) + GHOLD(0, j) + GHOLD(1, j) + GHOLD(2, j) + GNHOLD(0, j) + GNHOLD(1, j))
+#define LHELD(j)      ((ALIVE(0) && (BHOLD(0, j) || GHOLD(0, j) || GHOLD(1, j) || GNHOLD(0, j) || GNHOLD(1, j))) || \
                        (ALIVE(1) && (BHOLD(1, j) || GHOLD(2, j))))
 
 /* a queue's Fetched plus Processing jobs */
@@ -204,12 +211,16 @@ hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_ci
 
 /*
  * What a live process (neither frozen nor dead) promises about time; the
- * clock does not tick past it. T1: it beats every job it runs, and
- * answers its own store calls, within HeartbeatIntervalMax. T2: it starts
- * or releases a buffered job before the job has waited ReleaseAfter.
- * A frozen or dead process promises nothing.
+ * clock does not tick past it. T1: it beats every job whose beat it holds,
+ * and answers its own store calls, within HeartbeatIntervalMax. T2: it
+ * starts or releases a buffered job before the job has waited ReleaseAfter.
+ * A frozen or dead process promises nothing. A job the process started in
+ * a call whose reply was lost, and does not beat, is under neither promise
+ * while the worker waits to send the call again (an outage may last): only
+ * BROKEN_CHAIN_UNBEATEN has such a job.
  */
-#define T1(j)         (inHot[j] && st[j] == PROC && kept[j] && ageH[j] >= HBMAX)
+#define UNBEATEN(k, j) (gn[k] == (j) + 1 && !gnreg[k] && gq[k] != Q_INFL)
+#define T1(j)         (inHot[j] && st[j] == PROC && kept[j] && ageH[j] >= HBMAX && !UNBEATEN(0, j) && !UNBEATEN(1, j))
 #define T2(j)         (inHot[j] && st[j] == FETCH && ageU[j] >= RA && LHELD(j))
 #define TIME_BLOCKED  (T1(0) || T1(1) || T2(0) || T2(1))
 
@@ -278,6 +289,10 @@ inline newLease(j) {
      :: gph[t_k] != G_IDLE && gj[t_k] == j -> gcur[t_k] = 0
      :: else -> skip
      fi;
+     if
+     :: gn[t_k] == j + 1 -> gncur[t_k] = 0
+     :: else -> skip
+     fi;
      t_k++
   :: else -> break
   od
@@ -316,23 +331,30 @@ inline retryStmt(j, c, nodelay, res) {
   fi;
   fenceEnd(j)
 }
-/* qTransition's start list (and qStart) */
-inline startStmt(k) {
-  t_j = gj[k];
-  fenceBegin(t_j, gcur[k]);
+/* qTransition's start list (and qStart) for job j under a ref whose lease
+ * bit is c: AttemptCount as reported into a, the answer into res */
+inline startRow(j, c, a, res) {
+  fenceBegin(j, c);
   if
-  :: START_MATCH(t_j, gcur[k]) ->
+  :: START_MATCH(j, c) ->
      if
-     :: st[t_j] == FETCH -> SAY("Start(job %d): Fetched -> Processing, attempt %d\n", t_j, att[t_j] + 1)
-     :: else -> SAY("Start(job %d): Pending -> Processing, attempt %d\n", t_j, att[t_j] + 1)
+     :: st[j] == FETCH -> SAY("Start(job %d): Fetched -> Processing, attempt %d\n", j, att[j] + 1)
+     :: else -> SAY("Start(job %d): Pending -> Processing, attempt %d\n", j, att[j] + 1)
      fi;
-     st[t_j] = PROC; att[t_j] = att[t_j] + 1; ageU[t_j] = 0; ageH[t_j] = 0; ageS[t_j] = 0;
-     cid[t_j] = 0; attc[t_j] = 0; kept[t_j] = 1; ga[k] = att[t_j]; gres[k] = RES_OK
-  :: RUNNING(t_j, gcur[k]) -> ga[k] = att[t_j]; gres[k] = RES_OK;
-     SAY("Start(job %d): its own start, repeated: reported again\n", t_j)
-  :: else -> gres[k] = RES_LOST; SAY("Start(job %d): lease lost, nothing changed\n", t_j)
+     st[j] = PROC; att[j] = att[j] + 1; ageU[j] = 0; ageH[j] = 0; ageS[j] = 0;
+     cid[j] = 0; attc[j] = 0; kept[j] = 1; a = att[j]; res = RES_OK
+  :: RUNNING(j, c) -> a = att[j]; res = RES_OK;
+     SAY("Start(job %d): its own start, repeated: reported again\n", j)
+  :: else -> res = RES_LOST; SAY("Start(job %d): lease lost, nothing changed\n", j)
   fi;
-  fenceEnd(t_j)
+  fenceEnd(j)
+}
+inline startStmt(k) { t_j = gj[k]; startRow(t_j, gcur[k], ga[k], gres[k]) }
+/* the chained start of goroutine k's next job; the outcome it rides with
+ * has been settled, so ga[k] is free for the next job's attempt */
+inline startNextStmt(k) {
+  SAY("P0.g%d chained ", k);
+  t_j = gn[k] - 1; startRow(t_j, gncur[k], ga[k], gnres[k])
 }
 /* qTransition's complete list (and qComplete) */
 inline completeStmt(k) {
@@ -384,7 +406,12 @@ inline snoozeStmt(k) {
   fi;
   fenceEnd(t_j)
 }
-/* qHeartbeat for one ref, and what the heartbeater does with the answer */
+/* qHeartbeat for one ref, and what the heartbeater does with the answer.
+ * A beat whose start is still unanswered (G_START) that finds no
+ * Processing row is not a loss: the job is still Fetched, or the start's
+ * own answer will say the lease is gone; it beats on (no step). */
+#define BEAT_DUE(k)   (greg[k] && ((RUNNING(gj[k], gcur[k]) && ageH[gj[k]] >= HBMAX) || \
+                       (!RUNNING(gj[k], gcur[k]) && gph[k] != G_START)))
 inline beat(k) {
   t_j = gj[k];
   fenceBegin(t_j, gcur[k]);
@@ -413,28 +440,64 @@ inline beat(k) {
   fenceEnd(t_j)
 }
 
+/* the chained start's job is beaten from when the worker takes it: a
+ * start whose reply is lost may have committed */
+#ifdef BROKEN_CHAIN_UNBEATEN
+#define NEXT_BEAT 0
+#else
+#define NEXT_BEAT 1
+#endif
+/* a Processing job's beat, for the next job's */
+inline beatNext(k) {
+  t_j = gn[k] - 1;
+  fenceBegin(t_j, gncur[k]);
+  ageH[t_j] = 0;
+  SAY("P0.g%d Heartbeat(job %d, its chained start unanswered): stamped\n", k, t_j);
+  fenceEnd(t_j)
+}
+
 /* ---- processor ---- */
 inline clearG(k) {
   gph[k] = G_IDLE; gj[k] = 0; gcur[k] = 0; ga[k] = 0; gs[k] = 0; gc[k] = C_NONE;
-  gk[k] = 0; gq[k] = Q_NONE; gres[k] = 0; greg[k] = 0; gcan[k] = 0
+  gk[k] = 0; gq[k] = Q_NONE; gres[k] = 0; greg[k] = 0; gcan[k] = 0;
+  gn[k] = 0; gncur[k] = 0; gns[k] = 0; gnres[k] = 0; gnreg[k] = 0
 }
+/* the worker takes the buffered job; its beat is registered before the
+ * start goes out (processor.prepare) */
 inline pop(k, w) {
   gj[k] = bj[w] - 1; gcur[k] = bcur[w]; gs[k] = bs[w]; bj[w] = 0; bcur[w] = 0; bs[w] = 0;
-  gph[k] = G_START; gk[k] = K_START
+  gph[k] = G_START; gk[k] = K_START; greg[k] = 1
+}
+/* processor.next: the buffered job rides, as a start, with the outcome */
+inline takeNext(k, w) {
+  gn[k] = bj[w]; gncur[k] = bcur[w]; gns[k] = bs[w]; bj[w] = 0; bcur[w] = 0; bs[w] = 0;
+  gnreg[k] = NEXT_BEAT;
+  SAY("P%d.g%d takes job %d; its start rides with the outcome of job %d\n", w, k, gn[k] - 1, gj[k])
+}
+/* the next job's start was confirmed with the outcome: its handler runs */
+inline promote(k) {
+  gj[k] = gn[k] - 1; gcur[k] = gncur[k]; gs[k] = gns[k];
+  gph[k] = G_RUN; greg[k] = 1; gk[k] = 0; gcan[k] = 0;
+  gc[k] = (stopping[PW(k)] -> C_SHUT : C_NONE);
+  gn[k] = 0; gncur[k] = 0; gns[k] = 0; gnres[k] = 0; gnreg[k] = 0;
+  SAY("P%d.g%d handler of job %d runs, beaten by the heartbeater\n", PW(k), k, gj[k])
 }
 /* what a worker does with its call's answer */
 inline answer(k) {
   if
+  :: gres[k] == RES_CALLFAIL ->          /* stays where it is, beaten, and sends it again */
+     gnres[k] = 0;
+     SAY("P%d.g%d no reply for job %d; write() sends it again\n", PW(k), k, gj[k])
   :: gk[k] == K_START && gres[k] == RES_OK ->
      gph[k] = G_RUN; greg[k] = 1; gk[k] = 0;
      gc[k] = (stopping[PW(k)] -> C_SHUT : C_NONE);
      SAY("P%d.g%d handler of job %d runs, beaten by the heartbeater\n", PW(k), k, gj[k])
   :: gk[k] == K_START && gres[k] == RES_LOST -> clearG(k)           /* lease lost before start */
-  :: gk[k] == K_START && gres[k] == RES_CALLFAIL -> gph[k] = G_FAILREL; gk[k] = 0;
-     SAY("P%d.g%d start failed (no reply): giving job %d back\n", PW(k), k, gj[k])
-  :: gk[k] != K_START && gres[k] == RES_CALLFAIL ->
-     SAY("P%d.g%d outcome of job %d: no reply; write() tries again\n", PW(k), k, gj[k])
-  :: gk[k] != K_START && gres[k] != RES_CALLFAIL -> clearG(k)
+  :: gk[k] != K_START && gres[k] != RES_CALLFAIL ->
+     if
+     :: gn[k] != 0 && gnres[k] == RES_OK -> promote(k)
+     :: else -> clearG(k)                                          /* no next, or its start refused */
+     fi
   fi;
   gq[k] = Q_NONE; gres[k] = 0
 }
@@ -477,6 +540,10 @@ inline unkeep(w) {
   :: t_k < NK ->
      if
      :: PW(t_k) == w && gph[t_k] != G_IDLE && RUNNING(gj[t_k], gcur[t_k]) -> kept[gj[t_k]] = 0
+     :: else -> skip
+     fi;
+     if
+     :: PW(t_k) == w && gn[t_k] != 0 && RUNNING(gn[t_k] - 1, gncur[t_k]) -> kept[gn[t_k] - 1] = 0
      :: else -> skip
      fi;
      t_k++
@@ -566,23 +633,19 @@ end:
   :: d_step { ALIVE(w) && gph[k] == G_RUN -> settle(k, R_NIL) }
   :: d_step { ALIVE(w) && gph[k] == G_RUN -> settle(k, R_ERR) }
   :: d_step { ALIVE(w) && gph[k] == G_RUN -> settle(k, R_SNOOZE) }
+  :: d_step { ALIVE(w) && gph[k] == G_START && gq[k] == Q_NONE && BATCHED(k) -> gq[k] = Q_QUEUED }  /* sent again */
+  :: d_step { ALIVE(w) && gph[k] == G_START && !BATCHED(k) -> writeStmt(k); answer(k) }     /* sent again */
   :: d_step { ALIVE(w) && gph[k] == G_OUT && gq[k] == Q_NONE && BATCHED(k) -> gq[k] = Q_QUEUED }
+  :: d_step { ALIVE(w) && !stopping[w] && gph[k] == G_OUT && gq[k] == Q_NONE && BATCHED(k) && gn[k] == 0 && bj[w] != 0 ->
+       takeNext(k, w); gq[k] = Q_QUEUED }
+  :: d_step { ALIVE(w) && gnreg[k] && gn[k] != 0 && RUNNING(gn[k] - 1, gncur[k]) && ageH[gn[k] - 1] >= HBMAX -> beatNext(k) }
   :: d_step { ALIVE(w) && gph[k] == G_OUT && !BATCHED(k) -> writeStmt(k); answer(k) }
   :: d_step { ALIVE(w) && gph[k] == G_OUT && !BATCHED(k) && lossB > 0 ->
        lossB--; writeStmt(k); gres[k] = RES_CALLFAIL; answer(k) }               /* the reply is lost: sent again */
-  :: d_step { ALIVE(w) && gph[k] == G_FAILREL ->
-       SAY("P%d.g%d ", w, k);
-       releaseStmt(gj[k], gcur[k], t_n);
-       if
-       :: t_n == 1 -> clearG(k)
-       :: else -> gph[k] = G_FAILRETRY
-       fi }
-  :: d_step { ALIVE(w) && gph[k] == G_FAILRETRY ->
-       SAY("P%d.g%d ", w, k); retryStmt(gj[k], gcur[k], 1, t_n); clearG(k) }
   :: d_step { ALIVE(w) && gph[k] == G_SNOOZE -> snoozeStmt(k); clearG(k) }
   :: d_step { ALIVE(w) && gph[k] == G_SNOOZE && lossB > 0 -> lossB--; snoozeStmt(k);
        SAY("P%d.g%d the snooze's reply is lost: sent again\n", w, k) }
-  :: d_step { ALIVE(w) && greg[k] && (!RUNNING(gj[k], gcur[k]) || ageH[gj[k]] >= HBMAX) -> beat(k) }
+  :: d_step { ALIVE(w) && BEAT_DUE(k) -> beat(k) }
   od
 }
 
@@ -591,7 +654,9 @@ end:
  * their own, in list order, and each worker reads its own answer when
  * none is left. */
 #define LISTOF(kind)  ((kind) == K_START -> 1 : ((kind) == K_COMPLETE -> 2 : ((kind) == K_DL -> 4 : 3)))
-#define INLIST(k, s)  (gq[k] == Q_INFL && LISTOF(gk[k]) == (s))
+#define OWNLIST(k, s) (gq[k] == Q_INFL && LISTOF(gk[k]) == (s))
+#define NEXTLIST(k, s) (gq[k] == Q_INFL && (s) == 1 && gn[k] != 0)     /* a chained start */
+#define INLIST(k, s)  (OWNLIST(k, s) || NEXTLIST(k, s))
 inline nextStage(s) {
   t_s = s;
   do
@@ -603,11 +668,19 @@ inline nextStage(s) {
 inline runList() {
   t_s = bstage;
   if
-  :: INLIST(0, t_s) -> writeStmt(0)
+  :: NEXTLIST(0, t_s) -> startNextStmt(0)
   :: else -> skip
   fi;
   if
-  :: INLIST(1, t_s) -> writeStmt(1)
+  :: NEXTLIST(1, t_s) -> startNextStmt(1)
+  :: else -> skip
+  fi;
+  if
+  :: OWNLIST(0, t_s) -> writeStmt(0)
+  :: else -> skip
+  fi;
+  if
+  :: OWNLIST(1, t_s) -> writeStmt(1)
   :: else -> skip
   fi;
   nextStage(t_s + 1)
@@ -854,7 +927,14 @@ ltl W_group_commit { [] !(gq[0] == Q_INFL && gq[1] == Q_INFL && (gk[0] == K_STAR
 ltl W_cancel_running { [] !(gc[0] == C_CANCEL || gc[1] == C_CANCEL || gc[2] == C_CANCEL) }
 ltl W_snooze { [] !(snz[0] > 0 || snz[1] > 0) }
 ltl W_retry { [] !(inHot[0] && st[0] == PEND && att[0] > 0 && snz[0] == 0) }
-ltl W_start_reply_lost { [] !(gph[0] == G_FAILRETRY || gph[1] == G_FAILRETRY || gph[2] == G_FAILRETRY) }
+/* a start committed whose reply was lost: the job Processing, beaten, its worker about to send the start again */
+#define PSTARTED(k) (gph[k] == G_START && gq[k] == Q_NONE && RUNNING(gj[k], gcur[k]))
+ltl W_start_reply_lost { [] !(PSTARTED(0) || PSTARTED(1) || PSTARTED(2)) }
+/* one Transition carries a goroutine's outcome and the start of its next job */
+ltl W_chain { [] !((gq[0] == Q_INFL && gn[0] != 0) || (gq[1] == Q_INFL && gn[1] != 0)) }
+/* a chained start committed whose reply was lost: the next job Processing, beaten, the call about to go again */
+#define NSTARTED(k) (gn[k] != 0 && gq[k] == Q_NONE && RUNNING(gn[k] - 1, gncur[k]))
+ltl W_chain_reply_lost { [] !(NSTARTED(0) || NSTARTED(1)) }
 ltl W_late_attempt { [] !((late[0] != 0 && fl[0] == 0) || (late[1] != 0 && fl[1] == 0)) }
 ltl W_shutdown_retry { [] !(gk[0] == K_RETRY0 || gk[1] == K_RETRY0 || gk[2] == K_RETRY0) }
 #define SNOOZE_MARKED(k) (gph[k] == G_SNOOZE && cr[gj[k]] && gcur[k])

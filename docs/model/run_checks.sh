@@ -157,7 +157,7 @@ safety_lane() {
   echo "model: witnesses (each case must be reachable)"
   for w in W_stale_handler W_cap_handlers W_adoption W_orphan_row W_group_commit \
            W_cancel_running W_snooze W_retry W_start_reply_lost W_late_attempt \
-           W_shutdown_retry W_snooze_meets_cancel; do
+           W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost; do
     check "$w" real claim "${SAFE[@]}" -N "$w"
   done
   echo "model: broken variants (each must be caught)"
@@ -167,6 +167,7 @@ safety_lane() {
   broken BROKEN_ADOPT_BY_WORKER I1 6
   broken BROKEN_SPLIT_MOVE I2 1
   broken BROKEN_PHASE1_BUMPS_ATTEMPT I3 1
+  broken BROKEN_CHAIN_UNBEATEN I3 6
 }
 
 liveness_lane() {

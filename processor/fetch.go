@@ -1,0 +1,139 @@
+package processor
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// maxClaimsInFlight is how many claims the fetch loop keeps out at once
+// under load: with one, the claim's round trip caps a processor at one
+// batch per round trip (20 jobs per 600 us behind a 500 us store), however
+// many workers wait; with two, the next claim is in flight while the last
+// batch is still being started.
+const maxClaimsInFlight = 2
+
+// claimed is the answer to one claim.
+type claimed struct {
+	got   []*jobs.Job
+	err   error
+	limit int
+	at    time.Time // when the claim was sent: the jobs' age counts from here
+}
+
+// fetchState is what the fetch loop knows between claims.
+type fetchState struct {
+	wait, errWait time.Duration // before the next claim; after a failed one
+	full          bool          // the last claim came back full: the queues have more
+	refreshed     time.Time     // the paused view was last read
+	next          int           // which queue to ask first
+}
+
+// fetchLoop keeps the buffer filled. It claims min(BatchSize, free space)
+// once a whole batch fits, counting the room the claims in flight will
+// take (a claim per freed slot would cost a store call per job). While
+// claims come back full it keeps up to maxClaimsInFlight out at once, so
+// workers do not idle while a claim travels; after a partial claim it
+// waits PollInterval/10, and while the queues are empty it backs off to
+// PollInterval. It claims nothing while heartbeats fail.
+func (p *Processor) fetchLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	fs := fetchState{wait: p.minPoll, errWait: p.cfg.PollInterval}
+	done := make(chan claimed, maxClaimsInFlight)
+	inFlight, reserved := 0, 0
+	var nextAt time.Time // no claim before
+	for {
+		select {
+		case <-ctx.Done():
+			// A claim still out hands its jobs back (the buffer is
+			// closing): wait for each, so none outlives the loop.
+			for ; inFlight > 0; inFlight-- {
+				p.claimedJobs(ctx, <-done, &fs)
+			}
+			return
+		case <-p.wakeFetch:
+			nextAt = time.Time{}
+		case <-timer.C:
+		case c := <-done:
+			inFlight--
+			reserved -= c.limit
+			p.claimedJobs(ctx, c, &fs)
+			nextAt = time.Now().Add(fs.wait)
+		}
+		if time.Since(fs.refreshed) > 5*p.cfg.PollInterval {
+			p.refreshPaused(ctx)
+			fs.refreshed = time.Now()
+		}
+		p.releaseStale(ctx)
+
+		for inFlight < maxClaimsInFlight && (inFlight == 0 || fs.full) && !time.Now().Before(nextAt) {
+			room := p.buf.free() - reserved
+			if p.hb.failing.Load() || room < min(p.cfg.BatchSize, p.cfg.PrefetchSize) {
+				// Wait for the beats to recover, or for a worker to make
+				// room for a whole batch (it wakes the loop).
+				nextAt = time.Now().Add(p.cfg.PollInterval)
+				break
+			}
+			n := min(p.cfg.BatchSize, room)
+			queues := rotate(p.cfg.Queues, fs.next)
+			fs.next++
+			inFlight++
+			reserved += n
+			go func() {
+				at := time.Now()
+				got, err := p.store.Claim(ctx, jobs.ClaimParams{WorkerID: p.cfg.WorkerID, Queues: queues, Limit: n})
+				done <- claimed{got: got, err: err, limit: n, at: at}
+			}()
+		}
+		if inFlight == 0 {
+			timer.Reset(max(time.Until(nextAt), 0))
+		}
+	}
+}
+
+// claimedJobs buffers what a claim returned and sets the wait before the
+// next claim by how full it came back.
+func (p *Processor) claimedJobs(ctx context.Context, c claimed, fs *fetchState) {
+	if len(c.got) > 0 {
+		out := make([]*fetched, len(c.got))
+		block := make([]fetched, len(c.got)) // one allocation for the claim
+		view := p.paused.Load()
+		for i, j := range c.got {
+			block[i] = fetched{job: j, claimedAt: c.at}
+			out[i] = &block[i]
+			if view.queues[j.Queue] {
+				fs.refreshed = time.Time{} // the store gave jobs of a queue we think paused: look again
+			}
+		}
+		p.stats.claimed.Add(int64(len(c.got)))
+		p.cfg.Observer.JobsClaimed(c.got)
+		if !p.buf.push(out) {
+			// Stop closed the buffer while this claim was out (its
+			// context ended before the fetch loop did): hand the jobs
+			// back now rather than leave them Fetched until rescue
+			// phase 1.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+			p.release(rctx, out, "processor stopping")
+			cancel()
+		}
+	}
+	fs.full = c.err == nil && len(c.got) == c.limit
+	switch {
+	case c.err != nil && ctx.Err() == nil:
+		p.stats.storeErrors.Add(1)
+		p.log.Warn("claim failed; backing off", zap.Duration("wait", fs.errWait), zap.Error(c.err))
+		fs.wait = fs.errWait
+		fs.errWait = min(fs.errWait*2, 10*p.cfg.PollInterval)
+	case fs.full:
+		fs.wait, fs.errWait = 0, p.cfg.PollInterval
+	case len(c.got) > 0:
+		fs.wait, fs.errWait = p.minPoll, p.cfg.PollInterval
+	default:
+		fs.wait = min(max(fs.wait*2, p.minPoll), p.cfg.PollInterval)
+		fs.errWait = p.cfg.PollInterval
+	}
+}
