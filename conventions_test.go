@@ -220,3 +220,90 @@ func TestDesignCitationsNameRealHeadings(t *testing.T) {
 		t.Fatalf("found %d citations of docs/design.md; the pattern no longer matches how the code cites it", cited)
 	}
 }
+
+// `make fuzz` runs the fuzz targets the Makefile lists by hand: every Fuzz
+// function of the module is in FUZZ_TARGETS, under its package, and every
+// entry there names one that exists, so no target is left to rot unrun.
+func TestMakeFuzzListsEveryFuzzTarget(t *testing.T) {
+	found := map[string]bool{}
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		for _, decl := range f.Decls {
+			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Fuzz") {
+				pkg := "./" + filepath.ToSlash(filepath.Dir(path))
+				if pkg == "./." {
+					pkg = "."
+				}
+				found[pkg+":"+fd.Name.Name] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := makeList(t, "FUZZ_TARGETS")
+	for target := range found {
+		if !listed[target] {
+			t.Errorf("%s is not in the Makefile's FUZZ_TARGETS: add it, so make fuzz runs it", target)
+		}
+	}
+	for target := range listed {
+		if !found[target] {
+			t.Errorf("the Makefile's FUZZ_TARGETS lists %s, which no test file defines", target)
+		}
+	}
+	if len(found) == 0 {
+		t.Fatal("no Fuzz functions found")
+	}
+}
+
+// makeList returns the words of a Makefile variable written as
+// `NAME := \` followed by one word per continued line.
+func makeList(t *testing.T, name string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	in := false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if !in {
+			fields := strings.Fields(line)
+			in = len(fields) >= 2 && fields[0] == name && fields[1] == ":="
+			if !in {
+				continue
+			}
+			line = strings.Join(fields[2:], " ")
+		}
+		for _, w := range strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), "\\")) {
+			out[w] = true
+		}
+		if !strings.HasSuffix(strings.TrimSpace(line), "\\") {
+			break
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("the Makefile has no %s list", name)
+	}
+	return out
+}
