@@ -12,7 +12,7 @@ FUZZSMOKE       ?= 300x
 # neither a browser driver nor a Docker client.
 MODULES         := . dashboard/browsertest sqlserver/sqlservertest/container
 
-.PHONY: help test fmt-check tidy-check vet staticcheck race steady-heap model fuzz fuzz-smoke test-sqlserver sqlserver-up sqlserver-down bench run
+.PHONY: help test fmt-check tidy-check vet staticcheck race steady-heap model fuzz fuzz-smoke api test-sqlserver sqlserver-up sqlserver-down bench run
 
 ## help: list the targets.
 help:
@@ -68,6 +68,10 @@ fuzz:
 ## fuzz-smoke: every fuzz target for a few hundred inputs (part of make test; the seed corpora also run in race).
 fuzz-smoke:
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSMOKE)
+
+## api: rewrite testdata/api.txt, the exported API snapshot TestExportedAPI compares (commit it with the CHANGELOG line).
+api:
+	$(GO) test -count=1 -run '^TestExportedAPI$$' -update .
 
 ## test-sqlserver: the SQL Server tests; fails when no server is reachable.
 # Uses CHOKAQ_TEST_SQLSERVER, else the DSN `make sqlserver-up` wrote, else Docker.
