@@ -152,6 +152,10 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	case cfg.ConnectionString == "":
 		return nil, ErrNoStore
 	default:
+		// Before the migrations and the pool, which would dial it.
+		if err := sqlserver.CheckDSN(cfg.ConnectionString); err != nil {
+			return nil, fmt.Errorf("chokaq: %w", err)
+		}
 		if cfg.Migrate {
 			if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
 				return nil, fmt.Errorf("chokaq: migrate: %w", redact.Error(err, cfg.ConnectionString))

@@ -8,9 +8,11 @@ import (
 	"time"
 
 	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/internal/redact/redacttest"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -150,5 +152,25 @@ func TestCheckConfig(t *testing.T) {
 		zombie.Config{ProcessingZombieTimeout: 37 * time.Second}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeout: secs(0)}})
 	if ok != nil {
 		t.Errorf("settings at the edges refused: %v", ok)
+	}
+}
+
+// New checks the connection string before the migrations and the pool:
+// one the driver would misread (a password holding '#' or '?') is refused
+// with ErrInvalidDSN, saying to percent-encode, and is never dialled.
+func TestNewNeverDialsAConnectionStringItRefuses(t *testing.T) {
+	dsns, dials := redacttest.Trap(t)
+	for _, dsn := range dsns {
+		for _, migrate := range []bool{false, true} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := chokaq.New(ctx, chokaq.Config{ConnectionString: dsn, Migrate: migrate}, processor.NewRegistry())
+			cancel()
+			if !errors.Is(err, sqlserver.ErrInvalidDSN) || !strings.Contains(err.Error(), "percent-encode") || strings.Contains(err.Error(), "Tr4pS3cret") {
+				t.Errorf("Migrate %v: %v, want ErrInvalidDSN saying to percent-encode, without the password", migrate, err)
+			}
+		}
+	}
+	if n := dials(); n != 0 {
+		t.Errorf("the trap was dialled %d times", n)
 	}
 }

@@ -120,7 +120,7 @@ func isUsage(err error) bool {
 	return errors.As(err, &ue) || errors.Is(err, config.ErrInvalid) || errors.Is(err, config.ErrSyntax) ||
 		errors.Is(err, errNeedsSQLServer) || errors.Is(err, jobs.ErrInvalidArgument) ||
 		errors.Is(err, jobs.ErrEmptyFilter) || errors.Is(err, schema.ErrInvalidName) ||
-		errors.Is(err, sqlserver.ErrInvalidDSN)
+		errors.Is(err, sqlserver.ErrInvalidDSN) || errors.Is(err, schema.ErrInvalidDSN)
 }
 
 // redact removes the connection string's password from text that reaches
