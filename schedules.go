@@ -26,7 +26,8 @@ type Schedule struct {
 	// dashboard: 1 to 80 ASCII letters, digits, '_', '-', '.' and ':'.
 	Name string
 	Cron string
-	// TimeZone is an IANA name; "" is UTC.
+	// TimeZone is an IANA name; "" is UTC. "Local" is refused: each host
+	// would read its own zone.
 	TimeZone string
 	Args     Args
 	// Opts may set Queue, Priority and MaxAttempts (over Args' own

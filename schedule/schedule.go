@@ -52,6 +52,7 @@ type Schedule struct {
 	Cron string
 	// TimeZone is an IANA name (Europe/Berlin); "" is UTC. The fields of
 	// Cron are wall times there, with the daylight-saving rules of Parse.
+	// "Local" is refused: each host would read its own zone.
 	TimeZone string
 	// Job is what each tick enqueues.
 	Job Job
@@ -137,6 +138,9 @@ func (s Schedule) Validate(limits jobs.Limits) (Cadence, error) {
 		return bad("Cron", s.Cron, rule, ErrBadCron)
 	}
 	if s.TimeZone != "" {
+		if _, rule, _ := loadZone(s.TimeZone); rule != "" {
+			return bad("TimeZone", s.TimeZone, rule, nil)
+		}
 		if c, err = Parse(s.Cron, s.TimeZone); err != nil {
 			return bad("TimeZone", s.TimeZone, "not a time zone this machine knows; want an IANA name such as Europe/Berlin", err)
 		}
