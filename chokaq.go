@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
@@ -47,10 +48,14 @@ type Config struct {
 	// Migrate runs the schema migrations before starting (SQL Server only).
 	// Without it, Start checks that the schema is at the expected version.
 	Migrate bool
-	// Limits apply to every enqueue.
+	// Limits apply to every enqueue through the Client and to the
+	// schedules' jobs, whatever the store: with Store, the Client checks
+	// them before the store applies its own (build it with the same, e.g.
+	// memstore.WithLimits, for one set). New refuses a negative one.
 	Limits jobs.Limits
 	// DefaultMaxAttempts fills EnqueueParams.MaxAttempts when it is 0
 	// (Retry.MaxAttempts in appsettings; jobs.DefaultMaxAttempts if unset).
+	// 0 or 1 to jobs.MaxMaxAttempts; New refuses any other.
 	DefaultMaxAttempts int
 
 	Processor processor.Config
@@ -132,10 +137,18 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	if cfg.Processor.ReleaseAfter == 0 {
 		cfg.Processor.ReleaseAfter = or(cfg.Rescue.FetchedJobTimeout, zombie.DefaultConfig().FetchedJobTimeout) / 2
 	}
+	// Everything is checked before anything is written: Start applies
+	// Queues, and a bad entry found there would leave the ones before it
+	// applied.
+	check := func() error { return checkQueues(cfg.Queues) }
 	if !cfg.DisableProcessor && !cfg.DisableRescue {
-		if err := CheckConfig(cfg.Processor, cfg.Rescue, cfg.Queues); err != nil {
-			return nil, fmt.Errorf("chokaq: %w", err)
-		}
+		check = func() error { return CheckConfig(cfg.Processor, cfg.Rescue, cfg.Queues) }
+	}
+	if err := check(); err != nil {
+		return nil, fmt.Errorf("chokaq: %w", err)
+	}
+	if err := cfg.checkEnqueue(); err != nil {
+		return nil, err
 	}
 	c := &Client{cfg: cfg, log: cfg.Logger}
 	ok := false
@@ -217,6 +230,20 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	return c, nil
 }
 
+// checkEnqueue refuses limits and defaults that would fail, or silently
+// change, every enqueue.
+func (cfg Config) checkEnqueue() error {
+	if err := cfg.Limits.Validate(); err != nil {
+		ve, _ := errors.AsType[*jobs.ValidationError](err)
+		return &jobs.SettingError{Component: "chokaq", Key: "Limits.MaxPayloadBytes", Value: ve.Value, Rule: ve.Rule}
+	}
+	if n := cfg.DefaultMaxAttempts; n < 0 || n > jobs.MaxMaxAttempts {
+		return &jobs.SettingError{Component: "chokaq", Key: "DefaultMaxAttempts", Value: n,
+			Rule: fmt.Sprintf("must be between 1 and %d (0 takes jobs.DefaultMaxAttempts, %d)", jobs.MaxMaxAttempts, jobs.DefaultMaxAttempts)}
+	}
+	return nil
+}
+
 // maintenance builds the schedule and retention loops, each led by one
 // process on SQL Server.
 func (c *Client) maintenance(cfg Config) error {
@@ -295,10 +322,8 @@ func (c *Client) Start(ctx context.Context) error {
 			return fmt.Errorf("chokaq: %w", err)
 		}
 	}
-	for name, u := range c.cfg.Queues {
-		if _, err := c.store.UpdateQueue(ctx, name, u); err != nil {
-			return fmt.Errorf("chokaq: queue %s: %w", name, err)
-		}
+	if err := c.applyQueues(ctx); err != nil {
+		return err
 	}
 	// Each loop started is stopped again if a later one fails to start.
 	var started []func(context.Context) error
@@ -332,6 +357,26 @@ func (c *Client) Start(ctx context.Context) error {
 		}
 	}
 	c.state = clientStarted
+	return nil
+}
+
+// applyQueues writes Config.Queues to the store, in name order. Each write
+// sets the values the Config gives, so the apply is idempotent: New checked
+// every entry, the SQL Server store retries a transient failure, and when a
+// write still fails the Client stays unstarted and Start may be called
+// again, which writes every entry again (ADR 0023). The error names the
+// queues already written.
+func (c *Client) applyQueues(ctx context.Context) error {
+	names := slices.Sorted(maps.Keys(c.cfg.Queues))
+	for i, name := range names {
+		if _, err := c.store.UpdateQueue(ctx, name, c.cfg.Queues[name]); err != nil {
+			written := "none written"
+			if i > 0 {
+				written = "written: " + strings.Join(names[:i], ", ")
+			}
+			return fmt.Errorf("chokaq: queue %s: %w (queue settings %s; call Start again to write them all)", name, err, written)
+		}
+	}
 	return nil
 }
 

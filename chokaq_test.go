@@ -3,6 +3,8 @@ package chokaq_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -172,5 +174,89 @@ func TestNewNeverDialsAConnectionStringItRefuses(t *testing.T) {
 	}
 	if n := dials(); n != 0 {
 		t.Errorf("the trap was dialled %d times", n)
+	}
+}
+
+// Every entry of Config.Queues is checked in New: a bad one fails there,
+// naming the queue and the setting, and nothing is written, whatever the
+// map's order and whether the processor or rescue loop runs.
+func TestNewRefusesABadQueueSettingBeforeWritingAny(t *testing.T) {
+	ctx := context.Background()
+	two, minus := 2, -1
+	pause := true
+	for _, c := range []struct {
+		name string
+		bad  map[string]jobs.QueueUpdate
+		want string
+	}{
+		{"max workers", map[string]jobs.QueueUpdate{"q4": {MaxWorkers: &minus}}, "queue q4: MaxWorkers = -1: must be between 0 (unlimited) and 100000"},
+		{"name", map[string]jobs.QueueUpdate{"bad name": {MaxWorkers: &two}}, "queue bad name: Name = bad name: may contain only"},
+		{"timeout", map[string]jobs.QueueUpdate{"q4": {ExecutionTimeout: new(1500 * time.Millisecond)}}, "queue q4: ExecutionTimeout = 1.5s: must be whole seconds"},
+	} {
+		for _, disable := range []bool{false, true} {
+			queues := map[string]jobs.QueueUpdate{}
+			for i := range 8 {
+				queues[fmt.Sprintf("q%d", i)] = jobs.QueueUpdate{Paused: &pause, MaxWorkers: &two}
+			}
+			maps.Copy(queues, c.bad)
+			store := memstore.New()
+			_, err := chokaq.New(ctx, chokaq.Config{Store: store, Queues: queues, DisableProcessor: disable}, processor.NewRegistry())
+			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, jobs.ErrInvalidArgument) {
+				t.Errorf("%s (DisableProcessor %v): New = %v, want an invalid-argument error naming %q", c.name, disable, err, c.want)
+			}
+			if qs, _ := store.Queues(ctx); len(qs) != 0 {
+				t.Errorf("%s: %d queue settings written by a Client that was refused", c.name, len(qs))
+			}
+		}
+	}
+}
+
+// failingQueueWrites fails the nth UpdateQueue call, once, as a store that
+// loses its database half way through Start would.
+type failingQueueWrites struct {
+	jobs.Store
+	n, calls int
+}
+
+func (s *failingQueueWrites) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate) (jobs.QueueSettings, error) {
+	s.calls++
+	if s.calls == s.n {
+		return jobs.QueueSettings{}, errors.New("connection lost")
+	}
+	return s.Store.UpdateQueue(ctx, name, u)
+}
+
+// Start writes the queue settings in name order; when a write fails half
+// way it says which queues were written, the Client stays unstarted, and a
+// second Start writes them all: the apply is idempotent (ADR 0023).
+func TestStartAppliesQueueSettingsAgainAfterAFailure(t *testing.T) {
+	ctx := context.Background()
+	inner := memstore.New()
+	store := &failingQueueWrites{Store: inner, n: 3}
+	queues := map[string]jobs.QueueUpdate{}
+	for i := range 8 {
+		workers := i + 1
+		queues[fmt.Sprintf("q%d", i)] = jobs.QueueUpdate{MaxWorkers: &workers}
+	}
+	c, err := chokaq.New(ctx, chokaq.Config{Store: store, Queues: queues}, processor.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Start(ctx)
+	if err == nil || !strings.Contains(err.Error(), "queue q2: connection lost (queue settings written: q0, q1; call Start again") {
+		t.Fatalf("Start with a failing write: %v", err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start again: %v", err)
+	}
+	defer c.Stop(ctx)
+	qs, err := inner.Queues(ctx)
+	if err != nil || len(qs) != 8 {
+		t.Fatalf("queues %+v, %v", qs, err)
+	}
+	for _, q := range qs {
+		if want := int(q.Name[1]-'0') + 1; q.MaxWorkers != want {
+			t.Errorf("%s: MaxWorkers %d, want %d", q.Name, q.MaxWorkers, want)
+		}
 	}
 }
