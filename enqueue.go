@@ -89,7 +89,10 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	if args == nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", &jobs.ValidationError{Field: "args", Value: nil, Rule: "must not be nil"})
 	}
-	kind := args.Kind()
+	kind, err := kindOf(args, "")
+	if err != nil {
+		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", err)
+	}
 	payload, err := json.Marshal(args)
 	if err != nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: encode the args of a %s job: %w", kind, err)

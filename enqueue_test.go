@@ -262,3 +262,41 @@ func TestNewRefusesEnqueueDefaultsThatCannotWork(t *testing.T) {
 		}
 	}
 }
+
+// PanickyArgs' Kind panics, as a Kind that reads a field of a nil pointer
+// would.
+type PanickyArgs struct{}
+
+func (PanickyArgs) Kind() string { panic("no kind today") }
+
+// NilKindArgs' Kind dereferences its receiver, and Handle calls it on the
+// zero value: a nil pointer.
+type NilKindArgs struct{ kind string }
+
+func (a *NilKindArgs) Kind() string { return a.kind }
+
+// A Kind that panics is an error naming the type, from Handle, every
+// enqueue and New with a schedule of it: it never escapes into the caller.
+func TestAPanickingKindIsAnErrorNamingTheType(t *testing.T) {
+	ctx := t.Context()
+	named := func(what string, err error, typ string) {
+		t.Helper()
+		if !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), typ+".Kind() panicked") {
+			t.Errorf("%s: %v, want an invalid-argument error naming %s", what, err, typ)
+		}
+	}
+	reg := chokaq.NewRegistry()
+	named("Handle", chokaq.Handle(reg, func(context.Context, *chokaq.Job, PanickyArgs) error { return nil }), "chokaq_test.PanickyArgs")
+	named("Handle of a pointer", chokaq.Handle(reg, func(context.Context, *chokaq.Job, *NilKindArgs) error { return nil }), "*chokaq_test.NilKindArgs")
+	c := enqueueOnly(t)
+	_, err := c.Enqueue(ctx, PanickyArgs{}, nil)
+	named("Enqueue", err, "chokaq_test.PanickyArgs")
+	_, err = c.EnqueueMany(ctx, chokaq.EnqueueItem{Args: WelcomeArgs{Email: "a"}}, chokaq.EnqueueItem{Args: PanickyArgs{}})
+	named("EnqueueMany", err, "chokaq_test.PanickyArgs")
+	_, err = chokaq.New(ctx, chokaq.Config{Store: memstore.New(), DisableProcessor: true,
+		Schedules: []chokaq.Schedule{{Name: "nightly", Cron: "@daily", Args: PanickyArgs{}}}}, nil)
+	named("New with a schedule", err, "chokaq_test.PanickyArgs")
+	if err == nil || !strings.Contains(err.Error(), `schedule "nightly"`) {
+		t.Errorf("New: %v, want the schedule named", err)
+	}
+}

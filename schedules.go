@@ -48,6 +48,9 @@ func (s Schedule) definition() (schedule.Schedule, error) {
 		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, &jobs.ValidationError{Field: "opts", Value: *o,
 			Rule: "a schedule's job takes only Queue, Priority and MaxAttempts: it is due at its tick, keyed by it and created by the schedule"})
 	}
+	if _, err := kindOf(s.Args, ""); err != nil {
+		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, err)
+	}
 	p, err := params(s.Args, s.Opts)
 	if err != nil {
 		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, err)
