@@ -107,6 +107,17 @@ func TestScheduleErrorsNameTheKey(t *testing.T) {
 	}
 }
 
+// An oversized payload is named by its size: the error is one short line,
+// not the megabytes the file holds (config show printed a 2 MB line).
+func TestAnOversizedPayloadIsNotEchoed(t *testing.T) {
+	yaml := "ChokaQ:\n  Schedules:\n    nightly:\n      Cron: \"@daily\"\n      Type: t\n      Payload: '\"" + strings.Repeat("x", 2<<20) + "\"'\n"
+	_, _, err := load(t, source{yaml: yaml})
+	wantInvalid(t, err, "ChokaQ.Schedules.nightly.Payload", "(2097154 bytes)", "must be at most 1048576 bytes")
+	if err != nil && len(err.Error()) > 500 {
+		t.Errorf("the error is %d bytes long", len(err.Error()))
+	}
+}
+
 // A schedule section left empty in a file is still defined when a later
 // source fills it in: the error is for a schedule nothing defines.
 func TestAnEmptyScheduleSectionFilledByTheEnvironmentLoads(t *testing.T) {

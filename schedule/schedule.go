@@ -108,10 +108,18 @@ func (e *DefinitionError) Unwrap() []error {
 	return []error{jobs.ErrInvalidArgument}
 }
 
+// quote shows a value in a message, a long text (a payload, as text or
+// bytes) clipped to its first 80 bytes and its length.
 func quote(v any) string {
+	switch b := v.(type) {
+	case []byte:
+		v = string(b)
+	case json.RawMessage:
+		v = string(b)
+	}
 	if s, ok := v.(string); ok {
 		if len(s) > 80 {
-			return fmt.Sprintf("%q (%d bytes)", s[:80]+"...", len(s))
+			return fmt.Sprintf("%q (%d bytes)", jobs.Clip(s, 80), len(s))
 		}
 		return fmt.Sprintf("%q", s)
 	}
