@@ -113,6 +113,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	state clientState
+	// stopped closes when the first Stop returns, stopErr its result.
+	stopped chan struct{}
+	stopErr error
 }
 
 type clientState int
@@ -380,15 +383,33 @@ func (c *Client) applyQueues(ctx context.Context) error {
 	return nil
 }
 
-// Stop shuts the processor down gracefully (see processor.Stop), then the
-// rescue loop, then closes the SQL Server pool if the Client opened it.
+// Stop shuts the processor down gracefully (see processor.Stop; it takes up
+// to twice Processor.ShutdownTimeout), then the schedule, retention and
+// rescue loops, then closes the SQL Server pool if the Client opened it.
+// A second Stop, concurrent or later, waits for the first and returns the
+// same result, or its own context's error if that ends first.
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.state == clientStopped {
-		return nil
+		done := c.stopped
+		c.mu.Unlock()
+		select {
+		case <-done:
+			return c.stopErr
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	c.state = clientStopped
+	c.stopped = make(chan struct{})
+	c.mu.Unlock()
+	c.stopErr = c.stop(ctx)
+	close(c.stopped)
+	return c.stopErr
+}
+
+// stop is the first Stop's work.
+func (c *Client) stop(ctx context.Context) error {
 	var errs []error
 	if c.proc != nil {
 		if err := c.proc.Stop(ctx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {

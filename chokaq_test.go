@@ -260,3 +260,43 @@ func TestStartAppliesQueueSettingsAgainAfterAFailure(t *testing.T) {
 		}
 	}
 }
+
+// Client Stops that overlap agree with the first, as the processor's do: a
+// handler that ignores its cancellation makes every Stop report
+// ErrHandlersAbandoned, concurrent or later, not only the first. (Real
+// time, 100ms of grace: a Stop holding a mutex would stall a fake clock.)
+func TestConcurrentClientStopsReturnTheSameResult(t *testing.T) {
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	reg := processor.NewRegistry()
+	reg.MustHandle("hang", func(context.Context, *processor.Job) error {
+		close(started)
+		<-release // ignores its context
+		return nil
+	})
+	c, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(),
+		Processor: processor.Config{PollInterval: 10 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond}}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnqueueRaw(ctx, jobs.EnqueueParams{Type: "hang"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- c.Stop(ctx) }()
+	}
+	for range 2 {
+		if err := <-errs; !errors.Is(err, processor.ErrHandlersAbandoned) {
+			t.Errorf("concurrent Stop = %v, want ErrHandlersAbandoned", err)
+		}
+	}
+	if err := c.Stop(ctx); !errors.Is(err, processor.ErrHandlersAbandoned) {
+		t.Errorf("a later Stop = %v, want the first's result", err)
+	}
+}

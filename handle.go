@@ -43,7 +43,8 @@ var ErrCancelled = processor.ErrCancelled
 func Cancel(err error) error { return processor.Cancel(err) }
 
 // Snooze returns the error that runs the job again after d without
-// counting the attempt, at most Processor.MaxSnoozes times.
+// counting the attempt, at most Processor.MaxSnoozes times; a d beyond
+// jobs.MaxDelay (10 years) is capped at it, and the log says so.
 func Snooze(d time.Duration) error { return processor.Snooze(d) }
 
 // NewRegistry returns an empty registry.

@@ -67,6 +67,7 @@ type Processor struct {
 	workersDone  chan struct{}
 	hbDone       chan struct{}
 	stopDone     chan struct{} // closed when the first Stop returns
+	stopErr      error         // the first Stop's result, set before stopDone closes
 }
 
 // New checks cfg and returns a processor over store that runs the handlers
@@ -158,7 +159,11 @@ func (p *Processor) Start(ctx context.Context) error {
 // handlers cancelled at its end; a job interrupted by a short orchestrator
 // grace period is then retried, not left for rescue to dead-letter. When ctx
 // ends without warning, cancelled handlers get up to one second to settle.
-// A second Stop waits for the first.
+// Stop takes at most twice ShutdownTimeout, plus the release of the buffer.
+//
+// A second Stop, concurrent or later, waits for the first and returns the
+// same result (ErrHandlersAbandoned, say), or its own context's error if
+// that ends first.
 func (p *Processor) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	switch {
@@ -170,7 +175,7 @@ func (p *Processor) Stop(ctx context.Context) error {
 		p.mu.Unlock()
 		select {
 		case <-done:
-			return nil
+			return p.stopErr
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -178,8 +183,13 @@ func (p *Processor) Stop(ctx context.Context) error {
 	p.stopped = true
 	p.stopDone = make(chan struct{})
 	p.mu.Unlock()
-	defer close(p.stopDone)
+	p.stopErr = p.shutdown(ctx)
+	close(p.stopDone)
+	return p.stopErr
+}
 
+// shutdown is the first Stop's work.
+func (p *Processor) shutdown(ctx context.Context) error {
 	grace := p.cfg.ShutdownTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
@@ -583,6 +593,12 @@ func (p *Processor) snooze(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j 
 			fmt.Sprintf("the handler snoozed the job %d times, the most MaxSnoozes allows", j.Snoozes))
 	}
 	params := jobs.SnoozeParams{Delay: min(d, jobs.MaxDelay)}
+	if d > jobs.MaxDelay {
+		// Not refused: the handler asked for later, and the job stays
+		// wanted; but a longer delay than asked would be a surprise kept
+		// quiet, so it is said.
+		log.Warn("snooze capped at jobs.MaxDelay", zap.Duration("requested", d), zap.Duration("delay", params.Delay))
+	}
 	r := p.write(log, "snooze", func(ctx context.Context) error { return p.store.Snooze(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
 		log.Debug("job snoozed", zap.Duration("delay", params.Delay))
