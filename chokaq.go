@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
@@ -111,11 +112,9 @@ type Client struct {
 	leader    *sqlserver.Leader
 	log       *zap.Logger
 
-	mu    sync.Mutex
-	state clientState
-	// stopped closes when the first Stop returns, stopErr its result.
-	stopped chan struct{}
-	stopErr error
+	mu       sync.Mutex
+	state    clientState
+	stopOnce periodic.StopOnce
 }
 
 type clientState int
@@ -390,22 +389,9 @@ func (c *Client) applyQueues(ctx context.Context) error {
 // same result, or its own context's error if that ends first.
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	if c.state == clientStopped {
-		done := c.stopped
-		c.mu.Unlock()
-		select {
-		case <-done:
-			return c.stopErr
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
 	c.state = clientStopped
-	c.stopped = make(chan struct{})
 	c.mu.Unlock()
-	c.stopErr = c.stop(ctx)
-	close(c.stopped)
-	return c.stopErr
+	return c.stopOnce.Do(ctx, func() error { return c.stop(ctx) })
 }
 
 // stop is the first Stop's work.

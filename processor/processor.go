@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
@@ -49,9 +50,9 @@ type Processor struct {
 	// the store offers them (jobs.BatchWorker); nil means one call per job.
 	batch *batchers
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
+	mu       sync.Mutex
+	started  bool
+	stopOnce periodic.StopOnce
 	// fetchCtx ends when claiming must stop; workCtx when workers must stop
 	// taking buffered jobs; runCtx (cause errShutdown) when running handlers
 	// must stop; hbCtx when heartbeats stop; writesCtx when outcome writes
@@ -66,8 +67,6 @@ type Processor struct {
 	fetchDone    chan struct{}
 	workersDone  chan struct{}
 	hbDone       chan struct{}
-	stopDone     chan struct{} // closed when the first Stop returns
-	stopErr      error         // the first Stop's result, set before stopDone closes
 }
 
 // New checks cfg and returns a processor over store that runs the handlers
@@ -166,26 +165,12 @@ func (p *Processor) Start(ctx context.Context) error {
 // that ends first.
 func (p *Processor) Stop(ctx context.Context) error {
 	p.mu.Lock()
-	switch {
-	case !p.started:
-		p.mu.Unlock()
-		return fmt.Errorf("processor: %w", jobs.ErrNotRunning)
-	case p.stopped:
-		done := p.stopDone
-		p.mu.Unlock()
-		select {
-		case <-done:
-			return p.stopErr
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	p.stopped = true
-	p.stopDone = make(chan struct{})
+	started := p.started
 	p.mu.Unlock()
-	p.stopErr = p.shutdown(ctx)
-	close(p.stopDone)
-	return p.stopErr
+	if !started {
+		return fmt.Errorf("processor: %w", jobs.ErrNotRunning)
+	}
+	return p.stopOnce.Do(ctx, func() error { return p.shutdown(ctx) })
 }
 
 // shutdown is the first Stop's work.
