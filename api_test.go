@@ -10,7 +10,6 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -63,27 +62,11 @@ var apiContext = func() build.Context {
 // shows them without comments or bodies, in import path order.
 func exportedAPI(t *testing.T) string {
 	t.Helper()
-	var dirs []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		if path != "." {
-			if n := d.Name(); n == "testdata" || n == "internal" || strings.HasPrefix(n, ".") {
-				return filepath.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return filepath.SkipDir
-			}
-		}
-		dirs = append(dirs, path)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b strings.Builder
-	for _, dir := range dirs {
+	for _, dir := range moduleDirs(t) {
+		if dir == "internal" || strings.HasPrefix(dir, "internal"+string(filepath.Separator)) {
+			continue // not importable outside the module: no API
+		}
 		pkg, err := apiContext.ImportDir(dir, 0)
 		if _, none := err.(*build.NoGoError); none {
 			continue

@@ -25,11 +25,12 @@ type parsedPackage struct {
 	files map[string]*ast.File
 }
 
-// modulePackages parses every package of the main module: nested modules
-// (their own go.mod) and testdata are not part of the library.
-func modulePackages(t *testing.T) []parsedPackage {
+// moduleDirs lists the directories of the main module, "." first: nested
+// modules (their own go.mod), testdata and hidden directories are not part
+// of the library.
+func moduleDirs(t *testing.T) []string {
 	t.Helper()
-	var out []parsedPackage
+	var dirs []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -42,10 +43,25 @@ func modulePackages(t *testing.T) []parsedPackage {
 				return filepath.SkipDir
 			}
 		}
+		dirs = append(dirs, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+// modulePackages parses every package of the main module, its test files
+// left out.
+func modulePackages(t *testing.T) []parsedPackage {
+	t.Helper()
+	var out []parsedPackage
+	for _, path := range moduleDirs(t) {
 		fset := token.NewFileSet()
 		entries, err := os.ReadDir(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		pkg := parsedPackage{dir: path, fset: fset, files: map[string]*ast.File{}}
 		for _, e := range entries {
@@ -55,7 +71,7 @@ func modulePackages(t *testing.T) []parsedPackage {
 			}
 			f, err := parser.ParseFile(fset, filepath.Join(path, n), nil, parser.ParseComments)
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
 			pkg.name = f.Name.Name
 			pkg.files[n] = f
@@ -63,10 +79,6 @@ func modulePackages(t *testing.T) []parsedPackage {
 		if len(pkg.files) > 0 {
 			out = append(out, pkg)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
@@ -226,39 +238,26 @@ func TestDesignCitationsNameRealHeadings(t *testing.T) {
 // entry there names one that exists, so no target is left to rot unrun.
 func TestMakeFuzzListsEveryFuzzTarget(t *testing.T) {
 	found := map[string]bool{}
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	for _, dir := range moduleDirs(t) {
+		tests, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		if d.IsDir() {
-			if path != "." && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
+		pkg := "./" + filepath.ToSlash(dir)
+		if dir == "." {
+			pkg = "."
+		}
+		for _, path := range tests {
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != "." {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		for _, decl := range f.Decls {
-			if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Fuzz") {
-				pkg := "./" + filepath.ToSlash(filepath.Dir(path))
-				if pkg == "./." {
-					pkg = "."
+			for _, decl := range f.Decls {
+				if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Fuzz") {
+					found[pkg+":"+fd.Name.Name] = true
 				}
-				found[pkg+":"+fd.Name.Name] = true
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	listed := makeList(t, "FUZZ_TARGETS")
 	for target := range found {
