@@ -236,6 +236,21 @@ func TestTheClientsLimitsHoldWithAGivenStore(t *testing.T) {
 		RawSchedules: []schedule.Schedule{{Name: "s", Cron: "@daily", Job: schedule.Job{Type: "t", Payload: eleven.Payload}}}}, nil); !errors.Is(err, jobs.ErrInvalidArgument) {
 		t.Errorf("a schedule's payload over the limit: %v", err)
 	}
+	// A schedule another process defined, under its own limits, is
+	// triggered through this Client under this Client's.
+	other, err := chokaq.New(ctx, chokaq.Config{Store: store, DisableProcessor: true, DisableRescue: true,
+		RawSchedules: []schedule.Schedule{{Name: "s", Cron: "@daily", Job: schedule.Job{Type: "t", Payload: eleven.Payload}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.TriggerSchedule(ctx, "s")
+	refused("TriggerSchedule", err)
 }
 
 // New refuses limits and defaults that would fail every enqueue, or

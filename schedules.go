@@ -98,12 +98,19 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 }
 
 // TriggerSchedule enqueues one run of a schedule's job now, outside its
-// cadence (schedule.Trigger), and wakes this process's processor.
+// cadence (schedule.Trigger), through EnqueueRaw: the Client's limits and
+// defaults hold for it, whichever process defined the schedule.
 func (c *Client) TriggerSchedule(ctx context.Context, name string) (jobs.EnqueueResult, error) {
-	r, err := schedule.Trigger(ctx, c.store, name)
-	if err != nil {
-		return r, err
-	}
-	c.notify()
-	return r, nil
+	return schedule.Trigger(ctx, triggerVia{c}, name)
+}
+
+// triggerVia is the Client as schedule.Trigger's store.
+type triggerVia struct{ c *Client }
+
+func (t triggerVia) Schedules(ctx context.Context) ([]jobs.ScheduleState, error) {
+	return t.c.store.Schedules(ctx)
+}
+
+func (t triggerVia) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	return t.c.EnqueueRaw(ctx, p)
 }
