@@ -7,18 +7,19 @@ SQLSERVER_NAME  := chokaq-sqlserver
 SQLSERVER_ENV   := .sqlserver.env
 
 FUZZTIME        ?= 30s
+FUZZSMOKE       ?= 300x
 # Test tooling lives in modules of its own, so the library's go.mod lists
 # neither a browser driver, a Docker client nor a peer library (bench).
 MODULES         := . dashboard/browsertest sqlserver/sqlservertest/container bench
 
-.PHONY: help test fmt-check tidy-check vet staticcheck race steady-heap model fuzz test-sqlserver sqlserver-up sqlserver-down bench run
+.PHONY: help test fmt-check tidy-check vet staticcheck race steady-heap model fuzz fuzz-smoke api test-sqlserver sqlserver-up sqlserver-down bench run
 
 ## help: list the targets.
 help:
 	@awk -F': ' '/^## [a-z-]+:/ {sub(/^## /, ""); printf "  %-16s %s\n", $$1, substr($$0, length($$1) + 3)}' $(MAKEFILE_LIST)
 
-## test: formatting, tidy modules, vet, staticcheck, every test with the race detector, the million-job heap run, and the model check.
-test: fmt-check tidy-check vet staticcheck race steady-heap model
+## test: formatting, tidy modules, vet, staticcheck, every test with the race detector, the million-job heap run, the model check and a short fuzz of each target.
+test: fmt-check tidy-check vet staticcheck race steady-heap model fuzz-smoke
 
 fmt-check:
 	@out="$$(gofmt -l $$(find . -name '*.go' -not -path './.git/*'))"; \
@@ -45,13 +46,32 @@ steady-heap:
 model:
 	docs/model/run_checks.sh
 
-## fuzz: run every fuzz target for FUZZTIME (30s) each; `make test` runs their seed corpora.
+# FUZZ_TARGETS is every fuzz function of the module as package:Function;
+# TestMakeFuzzListsEveryFuzzTarget fails when one is missing or stale.
+FUZZ_TARGETS    := \
+	./internal/redact:FuzzDSN \
+	./config:FuzzParseDuration \
+	./config:FuzzLoad \
+	./dashboard:FuzzFilterForm \
+	./cmd/chokaq:FuzzCommandNeverPrintsPassword
+
+## fuzz: run every fuzz target for FUZZTIME (30s) each; an input that fails is written to the package's testdata/fuzz: commit it with the fix.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDSN$$' -fuzztime $(FUZZTIME) ./internal/redact/
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime $(FUZZTIME) ./config/
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./config/
-	$(GO) test -run '^$$' -fuzz '^FuzzFilterForm$$' -fuzztime $(FUZZTIME) ./dashboard/
-	$(GO) test -run '^$$' -fuzz '^FuzzCommandNeverPrintsPassword$$' -fuzztime $(FUZZTIME) ./cmd/chokaq/
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  echo "fuzz $$fn ($$pkg) for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg || \
+	    { echo "$$fn failed: the failing input is in $$pkg/testdata/fuzz/$$fn/; commit it with the fix so make test replays it"; exit 1; }; \
+	done; \
+	new="$$(git status --porcelain --untracked-files=all -- '*testdata/fuzz/*' 2>/dev/null)"; \
+	if [ -n "$$new" ]; then echo "fuzz inputs not committed (make test replays only committed ones):"; echo "$$new"; exit 1; fi
+
+## fuzz-smoke: every fuzz target for a few hundred inputs (part of make test; the seed corpora also run in race).
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZSMOKE)
+
+## api: rewrite testdata/api.txt, the exported API snapshot TestExportedAPI compares (commit it with the CHANGELOG line).
+api:
+	$(GO) test -count=1 -run '^TestExportedAPI$$' -update .
 
 ## test-sqlserver: the SQL Server tests; fails when no server is reachable.
 # Uses CHOKAQ_TEST_SQLSERVER, else the DSN `make sqlserver-up` wrote, else Docker.

@@ -1,6 +1,7 @@
 package chokaq
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -12,11 +13,12 @@ import (
 )
 
 // CheckConfig validates a processor and a rescue loop that run against one
-// store, each on its own (processor.Config.Validate, zombie.Config.Validate)
-// and against each other, and returns the first broken rule as a
+// store, each on its own (processor.Config.Validate, zombie.Config.Validate),
+// every queue setting (its name and jobs.QueueUpdate.Validate), and all of
+// them against each other, and returns the first broken rule as a
 // *jobs.SettingError. New calls it; so does package config for
 // appsettings.yaml, so a service that wires processor and zombie by hand
-// gets the same errors. The rules between the two:
+// gets the same errors. The rules between them:
 //
 //   - the zombie timeout is more than 3 x HeartbeatIntervalMax, for the
 //     global one and for every queue's own (queues may be nil): a live job
@@ -30,6 +32,9 @@ func CheckConfig(p processor.Config, r zombie.Config, queues map[string]jobs.Que
 		return err
 	}
 	if err := r.Validate(); err != nil {
+		return err
+	}
+	if err := checkQueues(queues); err != nil {
 		return err
 	}
 	// The effective values: Validate accepted them with defaults applied.
@@ -62,6 +67,36 @@ func CheckConfig(p processor.Config, r zombie.Config, queues map[string]jobs.Que
 				Rule: fmt.Sprintf("must be at least 2 x {processor.ReleaseAfter} (2 x %v = %v)", release, 2*release)}}
 	}
 	return nil
+}
+
+// checkQueues applies the store's own rules to every queue setting, in
+// name order, so that a bad entry fails New instead of Start, after the
+// entries before it were written.
+func checkQueues(queues map[string]jobs.QueueUpdate) error {
+	for _, name := range slices.Sorted(maps.Keys(queues)) {
+		err := jobs.ValidateQueueName(name)
+		key := "Name"
+		if err == nil {
+			err = queues[name].Validate()
+			key = ""
+		}
+		if ve, ok := errors.AsType[*jobs.ValidationError](err); ok {
+			if key == "" {
+				key = queueKeys[ve.Field]
+			}
+			return &jobs.SettingError{Component: "queue " + name, Key: key, Value: ve.Value, Rule: ve.Rule}
+		}
+		if err != nil {
+			return fmt.Errorf("queue %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// queueKeys names jobs.QueueUpdate's fields by their validation names.
+var queueKeys = map[string]string{
+	"max_workers": "MaxWorkers", "zombie_timeout": "ZombieTimeout", "execution_timeout": "ExecutionTimeout",
+	"archive_retention": "ArchiveRetention", "dead_letter_retention": "DeadLetterRetention",
 }
 
 func or(v, d time.Duration) time.Duration {

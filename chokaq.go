@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
@@ -47,10 +49,14 @@ type Config struct {
 	// Migrate runs the schema migrations before starting (SQL Server only).
 	// Without it, Start checks that the schema is at the expected version.
 	Migrate bool
-	// Limits apply to every enqueue.
+	// Limits apply to every enqueue through the Client and to the
+	// schedules' jobs, whatever the store: with Store, the Client checks
+	// them before the store applies its own (build it with the same, e.g.
+	// memstore.WithLimits, for one set). New refuses a negative one.
 	Limits jobs.Limits
 	// DefaultMaxAttempts fills EnqueueParams.MaxAttempts when it is 0
 	// (Retry.MaxAttempts in appsettings; jobs.DefaultMaxAttempts if unset).
+	// 0 or 1 to jobs.MaxMaxAttempts; New refuses any other.
 	DefaultMaxAttempts int
 
 	Processor processor.Config
@@ -106,8 +112,9 @@ type Client struct {
 	leader    *sqlserver.Leader
 	log       *zap.Logger
 
-	mu    sync.Mutex
-	state clientState
+	mu       sync.Mutex
+	state    clientState
+	stopOnce periodic.StopOnce
 }
 
 type clientState int
@@ -132,10 +139,18 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	if cfg.Processor.ReleaseAfter == 0 {
 		cfg.Processor.ReleaseAfter = or(cfg.Rescue.FetchedJobTimeout, zombie.DefaultConfig().FetchedJobTimeout) / 2
 	}
+	// Everything is checked before anything is written: Start applies
+	// Queues, and a bad entry found there would leave the ones before it
+	// applied.
+	check := func() error { return checkQueues(cfg.Queues) }
 	if !cfg.DisableProcessor && !cfg.DisableRescue {
-		if err := CheckConfig(cfg.Processor, cfg.Rescue, cfg.Queues); err != nil {
-			return nil, fmt.Errorf("chokaq: %w", err)
-		}
+		check = func() error { return CheckConfig(cfg.Processor, cfg.Rescue, cfg.Queues) }
+	}
+	if err := check(); err != nil {
+		return nil, fmt.Errorf("chokaq: %w", err)
+	}
+	if err := cfg.checkEnqueue(); err != nil {
+		return nil, err
 	}
 	c := &Client{cfg: cfg, log: cfg.Logger}
 	ok := false
@@ -152,6 +167,10 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	case cfg.ConnectionString == "":
 		return nil, ErrNoStore
 	default:
+		// Before the migrations and the pool, which would dial it.
+		if err := sqlserver.CheckDSN(cfg.ConnectionString); err != nil {
+			return nil, fmt.Errorf("chokaq: %w", err)
+		}
 		if cfg.Migrate {
 			if err := schema.Up(ctx, cfg.ConnectionString, cfg.Schema); err != nil {
 				return nil, fmt.Errorf("chokaq: migrate: %w", redact.Error(err, cfg.ConnectionString))
@@ -211,6 +230,20 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	}
 	ok = true
 	return c, nil
+}
+
+// checkEnqueue refuses limits and defaults that would fail, or silently
+// change, every enqueue.
+func (cfg Config) checkEnqueue() error {
+	if err := cfg.Limits.Validate(); err != nil {
+		ve, _ := errors.AsType[*jobs.ValidationError](err)
+		return &jobs.SettingError{Component: "chokaq", Key: "Limits.MaxPayloadBytes", Value: ve.Value, Rule: ve.Rule}
+	}
+	if n := cfg.DefaultMaxAttempts; n < 0 || n > jobs.MaxMaxAttempts {
+		return &jobs.SettingError{Component: "chokaq", Key: "DefaultMaxAttempts", Value: n,
+			Rule: fmt.Sprintf("must be between 1 and %d (0 takes jobs.DefaultMaxAttempts, %d)", jobs.MaxMaxAttempts, jobs.DefaultMaxAttempts)}
+	}
+	return nil
 }
 
 // maintenance builds the schedule and retention loops, each led by one
@@ -291,10 +324,8 @@ func (c *Client) Start(ctx context.Context) error {
 			return fmt.Errorf("chokaq: %w", err)
 		}
 	}
-	for name, u := range c.cfg.Queues {
-		if _, err := c.store.UpdateQueue(ctx, name, u); err != nil {
-			return fmt.Errorf("chokaq: queue %s: %w", name, err)
-		}
+	if err := c.applyQueues(ctx); err != nil {
+		return err
 	}
 	// Each loop started is stopped again if a later one fails to start.
 	var started []func(context.Context) error
@@ -331,15 +362,40 @@ func (c *Client) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop shuts the processor down gracefully (see processor.Stop), then the
-// rescue loop, then closes the SQL Server pool if the Client opened it.
+// applyQueues writes Config.Queues to the store, in name order. Each write
+// sets the values the Config gives, so the apply is idempotent: New checked
+// every entry, the SQL Server store retries a transient failure, and when a
+// write still fails the Client stays unstarted and Start may be called
+// again, which writes every entry again (ADR 0023). The error names the
+// queues already written.
+func (c *Client) applyQueues(ctx context.Context) error {
+	names := slices.Sorted(maps.Keys(c.cfg.Queues))
+	for i, name := range names {
+		if _, err := c.store.UpdateQueue(ctx, name, c.cfg.Queues[name]); err != nil {
+			written := "none written"
+			if i > 0 {
+				written = "written: " + strings.Join(names[:i], ", ")
+			}
+			return fmt.Errorf("chokaq: queue %s: %w (queue settings %s; call Start again to write them all)", name, err, written)
+		}
+	}
+	return nil
+}
+
+// Stop shuts the processor down gracefully (see processor.Stop; it takes up
+// to twice Processor.ShutdownTimeout), then the schedule, retention and
+// rescue loops, then closes the SQL Server pool if the Client opened it.
+// A second Stop, concurrent or later, waits for the first and returns the
+// same result, or its own context's error if that ends first.
 func (c *Client) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state == clientStopped {
-		return nil
-	}
 	c.state = clientStopped
+	c.mu.Unlock()
+	return c.stopOnce.Do(ctx, func() error { return c.stop(ctx) })
+}
+
+// stop is the first Stop's work.
+func (c *Client) stop(ctx context.Context) error {
 	var errs []error
 	if c.proc != nil {
 		if err := c.proc.Stop(ctx); err != nil && !errors.Is(err, jobs.ErrNotRunning) {

@@ -3,14 +3,18 @@ package chokaq_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/internal/redact/redacttest"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/zombie"
 )
 
@@ -150,5 +154,149 @@ func TestCheckConfig(t *testing.T) {
 		zombie.Config{ProcessingZombieTimeout: 37 * time.Second}, map[string]jobs.QueueUpdate{"mail": {ZombieTimeout: secs(0)}})
 	if ok != nil {
 		t.Errorf("settings at the edges refused: %v", ok)
+	}
+}
+
+// New checks the connection string before the migrations and the pool:
+// one the driver would misread (a password holding '#' or '?') is refused
+// with ErrInvalidDSN, saying to percent-encode, and is never dialled.
+func TestNewNeverDialsAConnectionStringItRefuses(t *testing.T) {
+	dsns, dials := redacttest.Trap(t)
+	for _, dsn := range dsns {
+		for _, migrate := range []bool{false, true} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := chokaq.New(ctx, chokaq.Config{ConnectionString: dsn, Migrate: migrate}, processor.NewRegistry())
+			cancel()
+			if !errors.Is(err, sqlserver.ErrInvalidDSN) || !strings.Contains(err.Error(), "percent-encode") || strings.Contains(err.Error(), "Tr4pS3cret") {
+				t.Errorf("Migrate %v: %v, want ErrInvalidDSN saying to percent-encode, without the password", migrate, err)
+			}
+		}
+	}
+	if n := dials(); n != 0 {
+		t.Errorf("the trap was dialled %d times", n)
+	}
+}
+
+// Every entry of Config.Queues is checked in New: a bad one fails there,
+// naming the queue and the setting, and nothing is written, whatever the
+// map's order and whether the processor or rescue loop runs.
+func TestNewRefusesABadQueueSettingBeforeWritingAny(t *testing.T) {
+	ctx := context.Background()
+	two, minus := 2, -1
+	pause := true
+	for _, c := range []struct {
+		name string
+		bad  map[string]jobs.QueueUpdate
+		want string
+	}{
+		{"max workers", map[string]jobs.QueueUpdate{"q4": {MaxWorkers: &minus}}, "queue q4: MaxWorkers = -1: must be between 0 (unlimited) and 100000"},
+		{"name", map[string]jobs.QueueUpdate{"bad name": {MaxWorkers: &two}}, "queue bad name: Name = bad name: may contain only"},
+		{"timeout", map[string]jobs.QueueUpdate{"q4": {ExecutionTimeout: new(1500 * time.Millisecond)}}, "queue q4: ExecutionTimeout = 1.5s: must be whole seconds"},
+	} {
+		for _, disable := range []bool{false, true} {
+			queues := map[string]jobs.QueueUpdate{}
+			for i := range 8 {
+				queues[fmt.Sprintf("q%d", i)] = jobs.QueueUpdate{Paused: &pause, MaxWorkers: &two}
+			}
+			maps.Copy(queues, c.bad)
+			store := memstore.New()
+			_, err := chokaq.New(ctx, chokaq.Config{Store: store, Queues: queues, DisableProcessor: disable}, processor.NewRegistry())
+			if err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, jobs.ErrInvalidArgument) {
+				t.Errorf("%s (DisableProcessor %v): New = %v, want an invalid-argument error naming %q", c.name, disable, err, c.want)
+			}
+			if qs, _ := store.Queues(ctx); len(qs) != 0 {
+				t.Errorf("%s: %d queue settings written by a Client that was refused", c.name, len(qs))
+			}
+		}
+	}
+}
+
+// failingQueueWrites fails the nth UpdateQueue call, once, as a store that
+// loses its database half way through Start would.
+type failingQueueWrites struct {
+	jobs.Store
+	n, calls int
+}
+
+func (s *failingQueueWrites) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate) (jobs.QueueSettings, error) {
+	s.calls++
+	if s.calls == s.n {
+		return jobs.QueueSettings{}, errors.New("connection lost")
+	}
+	return s.Store.UpdateQueue(ctx, name, u)
+}
+
+// Start writes the queue settings in name order; when a write fails half
+// way it says which queues were written, the Client stays unstarted, and a
+// second Start writes them all: the apply is idempotent (ADR 0023).
+func TestStartAppliesQueueSettingsAgainAfterAFailure(t *testing.T) {
+	ctx := context.Background()
+	inner := memstore.New()
+	store := &failingQueueWrites{Store: inner, n: 3}
+	queues := map[string]jobs.QueueUpdate{}
+	for i := range 8 {
+		workers := i + 1
+		queues[fmt.Sprintf("q%d", i)] = jobs.QueueUpdate{MaxWorkers: &workers}
+	}
+	c, err := chokaq.New(ctx, chokaq.Config{Store: store, Queues: queues}, processor.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Start(ctx)
+	if err == nil || !strings.Contains(err.Error(), "queue q2: connection lost (queue settings written: q0, q1; call Start again") {
+		t.Fatalf("Start with a failing write: %v", err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("Start again: %v", err)
+	}
+	defer c.Stop(ctx)
+	qs, err := inner.Queues(ctx)
+	if err != nil || len(qs) != 8 {
+		t.Fatalf("queues %+v, %v", qs, err)
+	}
+	for _, q := range qs {
+		if want := int(q.Name[1]-'0') + 1; q.MaxWorkers != want {
+			t.Errorf("%s: MaxWorkers %d, want %d", q.Name, q.MaxWorkers, want)
+		}
+	}
+}
+
+// Client Stops that overlap agree with the first, as the processor's do: a
+// handler that ignores its cancellation makes every Stop report
+// ErrHandlersAbandoned, concurrent or later, not only the first. (Real
+// time, 100ms of grace: a Stop holding a mutex would stall a fake clock.)
+func TestConcurrentClientStopsReturnTheSameResult(t *testing.T) {
+	ctx := context.Background()
+	started, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	reg := processor.NewRegistry()
+	reg.MustHandle("hang", func(context.Context, *processor.Job) error {
+		close(started)
+		<-release // ignores its context
+		return nil
+	})
+	c, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(),
+		Processor: processor.Config{PollInterval: 10 * time.Millisecond, ShutdownTimeout: 100 * time.Millisecond}}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.EnqueueRaw(ctx, jobs.EnqueueParams{Type: "hang"}); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- c.Stop(ctx) }()
+	}
+	for range 2 {
+		if err := <-errs; !errors.Is(err, processor.ErrHandlersAbandoned) {
+			t.Errorf("concurrent Stop = %v, want ErrHandlersAbandoned", err)
+		}
+	}
+	if err := c.Stop(ctx); !errors.Is(err, processor.ErrHandlersAbandoned) {
+		t.Errorf("a later Stop = %v, want the first's result", err)
 	}
 }

@@ -25,11 +25,12 @@ type parsedPackage struct {
 	files map[string]*ast.File
 }
 
-// modulePackages parses every package of the main module: nested modules
-// (their own go.mod) and testdata are not part of the library.
-func modulePackages(t *testing.T) []parsedPackage {
+// moduleDirs lists the directories of the main module, "." first: nested
+// modules (their own go.mod), testdata and hidden directories are not part
+// of the library.
+func moduleDirs(t *testing.T) []string {
 	t.Helper()
-	var out []parsedPackage
+	var dirs []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return err
@@ -42,10 +43,25 @@ func modulePackages(t *testing.T) []parsedPackage {
 				return filepath.SkipDir
 			}
 		}
+		dirs = append(dirs, path)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dirs
+}
+
+// modulePackages parses every package of the main module, its test files
+// left out.
+func modulePackages(t *testing.T) []parsedPackage {
+	t.Helper()
+	var out []parsedPackage
+	for _, path := range moduleDirs(t) {
 		fset := token.NewFileSet()
 		entries, err := os.ReadDir(path)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		pkg := parsedPackage{dir: path, fset: fset, files: map[string]*ast.File{}}
 		for _, e := range entries {
@@ -55,7 +71,7 @@ func modulePackages(t *testing.T) []parsedPackage {
 			}
 			f, err := parser.ParseFile(fset, filepath.Join(path, n), nil, parser.ParseComments)
 			if err != nil {
-				return err
+				t.Fatal(err)
 			}
 			pkg.name = f.Name.Name
 			pkg.files[n] = f
@@ -63,10 +79,6 @@ func modulePackages(t *testing.T) []parsedPackage {
 		if len(pkg.files) > 0 {
 			out = append(out, pkg)
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }
@@ -219,4 +231,78 @@ func TestDesignCitationsNameRealHeadings(t *testing.T) {
 	if cited < 10 {
 		t.Fatalf("found %d citations of docs/design.md; the pattern no longer matches how the code cites it", cited)
 	}
+}
+
+// `make fuzz` runs the fuzz targets the Makefile lists by hand: every Fuzz
+// function of the module is in FUZZ_TARGETS, under its package, and every
+// entry there names one that exists, so no target is left to rot unrun.
+func TestMakeFuzzListsEveryFuzzTarget(t *testing.T) {
+	found := map[string]bool{}
+	for _, dir := range moduleDirs(t) {
+		tests, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pkg := "./" + filepath.ToSlash(dir)
+		if dir == "." {
+			pkg = "."
+		}
+		for _, path := range tests {
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, decl := range f.Decls {
+				if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && strings.HasPrefix(fd.Name.Name, "Fuzz") {
+					found[pkg+":"+fd.Name.Name] = true
+				}
+			}
+		}
+	}
+	listed := makeList(t, "FUZZ_TARGETS")
+	for target := range found {
+		if !listed[target] {
+			t.Errorf("%s is not in the Makefile's FUZZ_TARGETS: add it, so make fuzz runs it", target)
+		}
+	}
+	for target := range listed {
+		if !found[target] {
+			t.Errorf("the Makefile's FUZZ_TARGETS lists %s, which no test file defines", target)
+		}
+	}
+	if len(found) == 0 {
+		t.Fatal("no Fuzz functions found")
+	}
+}
+
+// makeList returns the words of a Makefile variable written as
+// `NAME := \` followed by one word per continued line.
+func makeList(t *testing.T, name string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	in := false
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if !in {
+			fields := strings.Fields(line)
+			in = len(fields) >= 2 && fields[0] == name && fields[1] == ":="
+			if !in {
+				continue
+			}
+			line = strings.Join(fields[2:], " ")
+		}
+		for _, w := range strings.Fields(strings.TrimSuffix(strings.TrimSpace(line), "\\")) {
+			out[w] = true
+		}
+		if !strings.HasSuffix(strings.TrimSpace(line), "\\") {
+			break
+		}
+	}
+	if len(out) == 0 {
+		t.Fatalf("the Makefile has no %s list", name)
+	}
+	return out
 }

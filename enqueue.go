@@ -107,7 +107,10 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	if args == nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", &jobs.ValidationError{Field: "args", Value: nil, Rule: "must not be nil"})
 	}
-	kind := args.Kind()
+	kind, err := kindOf(args, "")
+	if err != nil {
+		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", err)
+	}
 	payload, err := json.Marshal(args)
 	if err != nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: encode the args of a %s job: %w", kind, err)
@@ -200,17 +203,24 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.
 	return c.EnqueueRawMany(ctx, ps)
 }
 
-func (c *Client) withDefaults(p jobs.EnqueueParams) jobs.EnqueueParams {
+// prepared is p with the Client's DefaultMaxAttempts filled in, checked
+// against Config.Limits: the Client's limits hold on every path and for
+// every store, Config.Store's too, which then applies its own as well.
+func (c *Client) prepared(p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
 	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
 		p.MaxAttempts = c.cfg.DefaultMaxAttempts
 	}
-	return p
+	_, err := p.Normalize(c.cfg.Limits)
+	return p, err
 }
 
 // EnqueueRaw adds a job given in the store's own form, for payloads that
 // are not JSON-encoded Args: bytes the caller carries.
 func (c *Client) EnqueueRaw(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	p = c.withDefaults(p)
+	p, err := c.prepared(p)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
 	r, err := c.store.Enqueue(ctx, p)
 	if err != nil {
 		return r, err // the store names itself
@@ -226,7 +236,10 @@ func (c *Client) EnqueueRawTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueuePar
 	if !ok {
 		return jobs.EnqueueResult{}, fmt.Errorf("%w (this store is a %T)", ErrTxUnsupported, c.store)
 	}
-	p = c.withDefaults(p)
+	p, err := c.prepared(p)
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
 	r, err := txs.EnqueueTx(ctx, tx, p)
 	if err != nil {
 		return r, err // the store names itself
@@ -241,7 +254,10 @@ func (c *Client) EnqueueRawTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueuePar
 func (c *Client) EnqueueRawMany(ctx context.Context, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
 	filled := make([]jobs.EnqueueParams, len(ps))
 	for i, p := range ps {
-		filled[i] = c.withDefaults(p)
+		var err error
+		if filled[i], err = c.prepared(p); err != nil {
+			return nil, &jobs.BatchItemError{Index: i, Err: err}
+		}
 	}
 	r, err := c.store.EnqueueMany(ctx, filled)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/chokaq/chokaq-go/chokaqtest"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/schedule"
 )
 
 func enqueueOnly(t *testing.T) *chokaq.Client {
@@ -175,5 +176,142 @@ func TestClientCancel(t *testing.T) {
 	}
 	if _, err := c.Cancel(ctx); !errors.Is(err, jobs.ErrInvalidArgument) {
 		t.Fatalf("Cancel of nothing: %v", err)
+	}
+}
+
+// BenchmarkClientEnqueueRaw is one enqueue through the Client onto the
+// in-memory store: the Client's own work (defaults, its limits) on top of
+// the store's.
+func BenchmarkClientEnqueueRaw(b *testing.B) {
+	c, err := chokaq.New(b.Context(), chokaq.Config{Store: memstore.New(), DisableProcessor: true, DisableRescue: true}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := jobs.EnqueueParams{Type: "mail.welcome", Payload: []byte(`{"email":"ada@example.com"}`), Tags: []string{"signup"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.EnqueueRaw(b.Context(), p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// Config.Limits hold on every enqueue path with a store passed in, as they
+// do for the schedules' payloads: an 11-byte payload is refused under a
+// 10-byte limit, naming the field, and never reaches the store.
+func TestTheClientsLimitsHoldWithAGivenStore(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New() // its own limit is the default, 1 MiB
+	c, err := chokaq.New(ctx, chokaq.Config{Store: store, DisableProcessor: true, DisableRescue: true, Limits: jobs.Limits{MaxPayloadBytes: 10}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eleven := jobs.EnqueueParams{Type: "t", Payload: []byte(`"123456789"`)}
+	ten := jobs.EnqueueParams{Type: "t", Payload: []byte(`"12345678"`)}
+	refused := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), "payload (11 bytes): must be at most 10 bytes") {
+			t.Errorf("%s: %v, want the payload refused under the Client's 10-byte limit", what, err)
+		}
+	}
+	_, err = c.EnqueueRaw(ctx, eleven)
+	refused("EnqueueRaw", err)
+	_, err = c.EnqueueRawMany(ctx, []jobs.EnqueueParams{ten, eleven})
+	refused("EnqueueRawMany", err)
+	_, err = c.Enqueue(ctx, WelcomeArgs{Email: "a"}, nil) // {"email":"a"} is 13 bytes
+	if !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), "must be at most 10 bytes") {
+		t.Errorf("Enqueue: %v", err)
+	}
+	_, err = c.EnqueueMany(ctx, chokaq.EnqueueItem{Args: WelcomeArgs{Email: "a"}})
+	if !errors.Is(err, jobs.ErrInvalidArgument) {
+		t.Errorf("EnqueueMany: %v", err)
+	}
+	if n, _ := store.CountJobs(ctx, jobs.TableHot, jobs.Filter{}); n != 0 {
+		t.Fatalf("%d jobs reached the store past the Client's limit", n)
+	}
+	if _, err := c.EnqueueRaw(ctx, ten); err != nil {
+		t.Fatalf("a payload at the limit: %v", err)
+	}
+	if _, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), DisableProcessor: true, DisableRescue: true, Limits: jobs.Limits{MaxPayloadBytes: 10},
+		RawSchedules: []schedule.Schedule{{Name: "s", Cron: "@daily", Job: schedule.Job{Type: "t", Payload: eleven.Payload}}}}, nil); !errors.Is(err, jobs.ErrInvalidArgument) {
+		t.Errorf("a schedule's payload over the limit: %v", err)
+	}
+	// A schedule another process defined, under its own limits, is
+	// triggered through this Client under this Client's.
+	other, err := chokaq.New(ctx, chokaq.Config{Store: store, DisableProcessor: true, DisableRescue: true,
+		RawSchedules: []schedule.Schedule{{Name: "s", Cron: "@daily", Job: schedule.Job{Type: "t", Payload: eleven.Payload}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.TriggerSchedule(ctx, "s")
+	refused("TriggerSchedule", err)
+}
+
+// New refuses limits and defaults that would fail every enqueue, or
+// silently become something else: -1 attempts used to become 3, and 5000
+// passed New to fail at every enqueue.
+func TestNewRefusesEnqueueDefaultsThatCannotWork(t *testing.T) {
+	for _, c := range []struct {
+		cfg  chokaq.Config
+		want string
+	}{
+		{chokaq.Config{DefaultMaxAttempts: -1}, "chokaq: DefaultMaxAttempts = -1: must be between 1 and 1000 (0 takes jobs.DefaultMaxAttempts, 3)"},
+		{chokaq.Config{DefaultMaxAttempts: 5000}, "chokaq: DefaultMaxAttempts = 5000: must be between 1 and 1000 (0 takes jobs.DefaultMaxAttempts, 3)"},
+		{chokaq.Config{Limits: jobs.Limits{MaxPayloadBytes: -1}}, "chokaq: Limits.MaxPayloadBytes = -1: must be between 1 and 2147483647 (0 takes 1048576)"},
+	} {
+		c.cfg.Store, c.cfg.DisableProcessor = memstore.New(), true
+		_, err := chokaq.New(t.Context(), c.cfg, nil)
+		if err == nil || err.Error() != c.want || !errors.Is(err, jobs.ErrInvalidArgument) {
+			t.Errorf("New = %v, want %q", err, c.want)
+		}
+	}
+	for _, n := range []int{0, 1, jobs.MaxMaxAttempts} {
+		if _, err := chokaq.New(t.Context(), chokaq.Config{Store: memstore.New(), DisableProcessor: true, DefaultMaxAttempts: n}, nil); err != nil {
+			t.Errorf("DefaultMaxAttempts %d: %v", n, err)
+		}
+	}
+}
+
+// PanickyArgs' Kind panics, as a Kind that reads a field of a nil pointer
+// would.
+type PanickyArgs struct{}
+
+func (PanickyArgs) Kind() string { panic("no kind today") }
+
+// NilKindArgs' Kind dereferences its receiver, and Handle calls it on the
+// zero value: a nil pointer.
+type NilKindArgs struct{ kind string }
+
+func (a *NilKindArgs) Kind() string { return a.kind }
+
+// A Kind that panics is an error naming the type, from Handle, every
+// enqueue and New with a schedule of it: it never escapes into the caller.
+func TestAPanickingKindIsAnErrorNamingTheType(t *testing.T) {
+	ctx := t.Context()
+	named := func(what string, err error, typ string) {
+		t.Helper()
+		if !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), typ+".Kind() panicked") {
+			t.Errorf("%s: %v, want an invalid-argument error naming %s", what, err, typ)
+		}
+	}
+	reg := chokaq.NewRegistry()
+	named("Handle", chokaq.Handle(reg, func(context.Context, *chokaq.Job, PanickyArgs) error { return nil }), "chokaq_test.PanickyArgs")
+	named("Handle of a pointer", chokaq.Handle(reg, func(context.Context, *chokaq.Job, *NilKindArgs) error { return nil }), "*chokaq_test.NilKindArgs")
+	c := enqueueOnly(t)
+	_, err := c.Enqueue(ctx, PanickyArgs{}, nil)
+	named("Enqueue", err, "chokaq_test.PanickyArgs")
+	_, err = c.EnqueueMany(ctx, chokaq.EnqueueItem{Args: WelcomeArgs{Email: "a"}}, chokaq.EnqueueItem{Args: PanickyArgs{}})
+	named("EnqueueMany", err, "chokaq_test.PanickyArgs")
+	_, err = chokaq.New(ctx, chokaq.Config{Store: memstore.New(), DisableProcessor: true,
+		Schedules: []chokaq.Schedule{{Name: "nightly", Cron: "@daily", Args: PanickyArgs{}}}}, nil)
+	named("New with a schedule", err, "chokaq_test.PanickyArgs")
+	if err == nil || !strings.Contains(err.Error(), `schedule "nightly"`) {
+		t.Errorf("New: %v, want the schedule named", err)
 	}
 }

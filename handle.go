@@ -3,8 +3,10 @@ package chokaq
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
 
+	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 )
 
@@ -41,7 +43,8 @@ var ErrCancelled = processor.ErrCancelled
 func Cancel(err error) error { return processor.Cancel(err) }
 
 // Snooze returns the error that runs the job again after d without
-// counting the attempt, at most Processor.MaxSnoozes times.
+// counting the attempt, at most Processor.MaxSnoozes times; a d beyond
+// jobs.MaxDelay (10 years) is capped at it, and the log says so.
 func Snooze(d time.Duration) error { return processor.Snooze(d) }
 
 // NewRegistry returns an empty registry.
@@ -54,7 +57,8 @@ func Permanent(err error) error { return processor.Permanent(err) }
 // IsPermanent reports whether err, or an error it wraps, is permanent.
 func IsPermanent(err error) bool { return processor.IsPermanent(err) }
 
-// Handle registers fn for the jobs of T's kind: each job's payload is
+// Handle registers fn for the jobs of T's kind (T's Kind, called on its
+// zero value; a panic there is an error naming T): each job's payload is
 // decoded from JSON into a T before fn runs. A payload that does not decode
 // is dead-lettered at once with a *DecodeError (reason Fatal): no retry can
 // make it decode. fn returns nil for success, an error to retry (until the
@@ -66,7 +70,26 @@ func Handle[T Args](reg *Registry, fn func(ctx context.Context, job *Job, args T
 		return fmt.Errorf("chokaq: Handle: nil registry or handler")
 	}
 	var zero T
-	return processor.HandleJSON(reg, zero.Kind(), fn)
+	kind, err := kindOf(zero, reflect.TypeFor[T]().String())
+	if err != nil {
+		return fmt.Errorf("chokaq: Handle: %w", err)
+	}
+	return processor.HandleJSON(reg, kind, fn)
+}
+
+// kindOf is args.Kind(), with a panic in it returned as an error naming
+// the type (typ, or args' own when ""): Kind is the caller's code, run on
+// a zero value by Handle, and Handle, Enqueue and New return errors.
+func kindOf(args Args, typ string) (kind string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if typ == "" {
+				typ = fmt.Sprintf("%T", args)
+			}
+			err = fmt.Errorf("%w: %s.Kind() panicked: %v", jobs.ErrInvalidArgument, typ, r)
+		}
+	}()
+	return args.Kind(), nil
 }
 
 // MustHandle is Handle that panics on error, for registration in main.

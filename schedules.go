@@ -27,7 +27,8 @@ type Schedule struct {
 	// dashboard: 1 to 80 ASCII letters, digits, '_', '-', '.' and ':'.
 	Name string
 	Cron string
-	// TimeZone is an IANA name; "" is UTC.
+	// TimeZone is an IANA name; "" is UTC. "Local" is refused: each host
+	// would read its own zone.
 	TimeZone string
 	Args     Args
 	// Opts may set Queue, Priority and MaxAttempts (over Args' own
@@ -52,6 +53,9 @@ func (s Schedule) definition() (schedule.Schedule, error) {
 	if o := s.Opts; o != nil && slices.ContainsFunc(o.setOpts(), notForATick) {
 		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, &jobs.ValidationError{Field: "opts", Value: *o,
 			Rule: "a schedule's job takes only Queue, Priority and MaxAttempts: it is due at its tick, keyed by it and created by the schedule"})
+	}
+	if _, err := kindOf(s.Args, ""); err != nil {
+		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, err)
 	}
 	p, err := params(s.Args, s.Opts)
 	if err != nil {
@@ -100,12 +104,19 @@ func (c *Client) ResumeSchedule(ctx context.Context, name string) error {
 }
 
 // TriggerSchedule enqueues one run of a schedule's job now, outside its
-// cadence (schedule.Trigger), and wakes this process's processor.
+// cadence (schedule.Trigger), through EnqueueRaw: the Client's limits and
+// defaults hold for it, whichever process defined the schedule.
 func (c *Client) TriggerSchedule(ctx context.Context, name string) (jobs.EnqueueResult, error) {
-	r, err := schedule.Trigger(ctx, c.store, name)
-	if err != nil {
-		return r, err
-	}
-	c.notify()
-	return r, nil
+	return schedule.Trigger(ctx, triggerVia{c}, name)
+}
+
+// triggerVia is the Client as schedule.Trigger's store.
+type triggerVia struct{ c *Client }
+
+func (t triggerVia) Schedules(ctx context.Context) ([]jobs.ScheduleState, error) {
+	return t.c.store.Schedules(ctx)
+}
+
+func (t triggerVia) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	return t.c.EnqueueRaw(ctx, p)
 }

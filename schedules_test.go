@@ -98,6 +98,11 @@ func TestClientRefusesABadSchedule(t *testing.T) {
 		{"cron", []chokaq.Schedule{{Name: "r", Cron: "0 25 * * *", Args: SummaryArgs{}}}, nil, "above maximum"},
 		{"no args", []chokaq.Schedule{{Name: "r", Cron: "@daily"}}, nil, "args"},
 		{"opts", []chokaq.Schedule{{Name: "r", Cron: "@daily", Args: SummaryArgs{}, Opts: &chokaq.EnqueueOpts{Delay: time.Second}}}, nil, "only Queue, Priority and MaxAttempts"},
+		{"@every 0s", []chokaq.Schedule{{Name: "r", Cron: "@every 0s", Args: SummaryArgs{}}}, nil, `schedule "r": Cron "@every 0s": the interval must be at least 1s`},
+		{"@every -1m", nil, []schedule.Schedule{{Name: "r", Cron: "@every -1m", Job: schedule.Job{Type: "x"}}}, `schedule "r": Cron "@every -1m": the interval must be at least 1s`},
+		{"@every 1ns", nil, []schedule.Schedule{{Name: "r", Cron: "@every 1ns", Job: schedule.Job{Type: "x"}}}, `schedule "r": Cron "@every 1ns": the interval must be at least 1s`},
+		{"@every 1500ms", nil, []schedule.Schedule{{Name: "r", Cron: "@every 1500ms", Job: schedule.Job{Type: "x"}}}, `schedule "r": Cron "@every 1500ms": the interval must be whole seconds`},
+		{"Local", []chokaq.Schedule{{Name: "r", Cron: "@daily", TimeZone: "Local", Args: SummaryArgs{}}}, nil, `schedule "r": TimeZone "Local": is the zone of whichever host reads it`},
 		{"twice", []chokaq.Schedule{{Name: "r", Cron: "@daily", Args: SummaryArgs{}}},
 			[]schedule.Schedule{{Name: "R", Cron: "@hourly", Job: schedule.Job{Type: "x"}}}, "defined twice"},
 	} {

@@ -60,6 +60,31 @@ func TestAppsettingsYAMLCommentsEveryKey(t *testing.T) {
 	}
 }
 
+// appsettings.yaml says what docs/design.md and processor.Stop say: a stop
+// cancels the handlers after ShutdownTimeout and waits as long again, so it
+// takes up to twice the setting, which an orchestrator's grace must cover.
+func TestAppsettingsSaysAStopTakesUpToTwiceShutdownTimeout(t *testing.T) {
+	b, err := os.ReadFile("../appsettings.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	for i, line := range lines {
+		if strings.TrimSpace(line) != "ShutdownTimeout: 30s" {
+			continue
+		}
+		var comment []string
+		for j := i - 1; j >= 0 && strings.HasPrefix(strings.TrimSpace(lines[j]), "#"); j-- {
+			comment = append([]string{strings.TrimSpace(lines[j])}, comment...)
+		}
+		if text := strings.Join(comment, " "); !strings.Contains(text, "twice") {
+			t.Errorf("the comment of Execution.ShutdownTimeout does not say a stop takes up to twice it: %q", text)
+		}
+		return
+	}
+	t.Fatal("appsettings.yaml has no ShutdownTimeout: 30s")
+}
+
 // An empty WorkerId becomes host-pid-random in the processor, so two
 // processes on one host, or two processors in one process, never share a
 // name in the store.

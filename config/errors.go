@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/chokaq/chokaq-go/internal/redact"
+	"github.com/chokaq/chokaq-go/jobs"
 )
 
 // ErrInvalid is wrapped by every error about a key or its value: unknown
@@ -76,7 +77,22 @@ func newError(key, value, source, rule string) *Error {
 	if value != "" && secretName(key) {
 		value = redact.Mask
 	}
-	return &Error{Key: key, Value: value, Source: source, Rule: redact.DSN(rule)}
+	return &Error{Key: key, Value: clipValue(value), Source: source, Rule: redact.DSN(rule)}
+}
+
+// maxValueShown bounds the value an error shows: a schedule's payload may
+// be megabytes, and a message is one line. 256 shows whole a value one
+// byte over any bounded field (a 201-character worker ID).
+const maxValueShown = 256
+
+// clipValue is value cut to maxValueShown bytes, its length said, as the
+// job and schedule errors show long values. It cuts after redaction, so
+// no piece of a secret is left for the cut to expose.
+func clipValue(value string) string {
+	if len(value) <= maxValueShown {
+		return value
+	}
+	return jobs.Clip(value, maxValueShown) + " (" + strconv.Itoa(len(value)) + " bytes)"
 }
 
 // secretName reports whether a key's last segment names a secret, such as

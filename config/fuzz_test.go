@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,14 +13,17 @@ import (
 	"github.com/chokaq/chokaq-go/internal/redact"
 )
 
-// FuzzParseDuration: the duration parser (Go and .NET forms) never panics,
-// agrees with time.ParseDuration on Go's form, and reads .NET's form within
-// time.Duration's range, never wrapping around.
+// FuzzParseDuration: the duration parser (Go's form, Go's form after whole
+// days, .NET's form) never panics, agrees with time.ParseDuration on Go's
+// form and on what follows the days ("1d12h" is 24h + 12h), and reads the
+// days and .NET's forms within time.Duration's range, never wrapping
+// around.
 func FuzzParseDuration(f *testing.F) {
 	for _, seed := range []string{
 		"90s", "1m30s", "1.5h", "-2m", "00:01:30", "1.02:03:04", "00:00:01.500", "-00:00:05", "106750.23:59:59.9999999",
 		"106751.00:00:00", "99999999.00:00:00", "00:61:00", "24:00:00", "1:2", "1::2", ".1:2:3", "1.:2:3", "00:00:01.12345678",
 		"", ":", "9223372036854775807ns", "9223372036854775808ns", " 5s ", "1e3", "\u0660:\u0661",
+		"0d", "7d", "1d12h", "106750d", "106751d", "106750d23h59m59s", "106750d48h", "1d-1h", "1d+1h", "+1d", "1.5d", "d", "1dd",
 	} {
 		f.Add(seed)
 	}
@@ -29,6 +33,25 @@ func FuzzParseDuration(f *testing.F) {
 			return
 		}
 		trimmed := strings.TrimSpace(s)
+		// No unit of Go's form holds a 'd': one starts the days form.
+		if n, rest, ok := strings.Cut(trimmed, "d"); ok && !strings.Contains(trimmed, ":") {
+			days, err := strconv.ParseUint(n, 10, 64)
+			if err != nil || n[0] == '+' || days > 106750 {
+				t.Fatalf("parseDuration(%q) = %v: %q is not a number of days it may accept", s, d, n)
+			}
+			want := time.Duration(days) * 24 * time.Hour
+			if rest != "" {
+				r, err := time.ParseDuration(rest)
+				if err != nil || r < 0 {
+					t.Fatalf("parseDuration(%q) = %v, but after the days time.ParseDuration(%q) = %v, %v", s, d, rest, r, err)
+				}
+				want += r
+			}
+			if d != want || d < 0 {
+				t.Fatalf("parseDuration(%q) = %v, want %v (wrapped around?)", s, d, want)
+			}
+			return
+		}
 		if !strings.Contains(trimmed, ":") {
 			if want, err := time.ParseDuration(trimmed); err != nil || want != d {
 				t.Fatalf("parseDuration(%q) = %v, time.ParseDuration = %v, %v", s, d, want, err)

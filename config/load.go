@@ -217,7 +217,7 @@ func readFile(path string, required bool) ([]setting, error) {
 	// A schedule's Payload written as a mapping or a list is one value,
 	// JSON, taken from the YAML tree: viper would split it into keys, and
 	// lowercase them.
-	out := payloadSettings(&doc, path)
+	out := append(payloadSettings(&doc, path), emptySchedules(&doc, path)...)
 	whole := map[string]bool{}
 	for _, s := range out {
 		whole[strings.ToLower(root+keySep+strings.Join(s.path, keySep))] = true
@@ -265,6 +265,27 @@ func payloadSettings(doc *yaml.Node, file string) []setting {
 			}
 		}
 		out = append(out, setting{path: []string{scheduleSection, name, key}, raw: raw, source: file, joinQueue: keySep})
+	}
+	return out
+}
+
+// emptySchedules finds the schedule sections of a file's YAML tree that
+// hold nothing (nightly: or nightly: {}), which viper drops as unset, and
+// returns each as its Cron set to "": a schedule named and left empty is a
+// mistake, and gets the error of one without Cron (unless a later source
+// sets it).
+func emptySchedules(doc *yaml.Node, file string) []setting {
+	var out []setting
+	defs := children(child(child(doc, root), scheduleSection))
+	for _, name := range slices.Sorted(maps.Keys(defs)) {
+		def := defs[name]
+		for def.Kind == yaml.AliasNode && def.Alias != nil {
+			def = def.Alias
+		}
+		null := def.Kind == yaml.ScalarNode && def.Tag == "!!null"
+		if null || def.Kind == yaml.MappingNode && len(def.Content) == 0 {
+			out = append(out, setting{path: []string{scheduleSection, name, "Cron"}, raw: "", source: file, joinQueue: keySep})
+		}
 	}
 	return out
 }

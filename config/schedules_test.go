@@ -82,6 +82,13 @@ func TestScheduleErrorsNameTheKey(t *testing.T) {
 		{"too few fields", base("      Cron: \"* * *\"\n"), []string{"ChokaQ.Schedules.nightly.Cron", "expected exactly 5 fields"}},
 		{"a date that never comes", base("      Cron: \"0 0 30 2 *\"\n"), []string{"ChokaQ.Schedules.nightly.Cron", "matches no date"}},
 		{"no cron", base(""), []string{"ChokaQ.Schedules.nightly.Cron", "must be set"}},
+		{"an empty section", "ChokaQ:\n  Schedules:\n    nightly: {}\n", []string{"ChokaQ.Schedules.nightly.Cron", "must be set"}},
+		{"a section left blank", "ChokaQ:\n  Schedules:\n    nightly:\n    other:\n      Cron: \"@daily\"\n      Type: t\n", []string{"ChokaQ.Schedules.nightly.Cron", "must be set"}},
+		{"@every 0s", base("      Cron: \"@every 0s\"\n"), []string{"ChokaQ.Schedules.nightly.Cron", "@every 0s", "at least 1s"}},
+		{"@every -1m", base("      Cron: \"@every -1m\"\n"), []string{"ChokaQ.Schedules.nightly.Cron", "at least 1s"}},
+		{"@every 1ns", base("      Cron: \"@every 1ns\"\n"), []string{"ChokaQ.Schedules.nightly.Cron", "at least 1s"}},
+		{"@every 1500ms", base("      Cron: \"@every 1500ms\"\n"), []string{"ChokaQ.Schedules.nightly.Cron", "whole seconds"}},
+		{"the host's zone", base("      Cron: \"@daily\"\n      TimeZone: Local\n"), []string{"ChokaQ.Schedules.nightly.TimeZone", "Local", "IANA"}},
 		{"no type", "ChokaQ:\n  Schedules:\n    nightly:\n      Cron: \"@daily\"\n", []string{"ChokaQ.Schedules.nightly.Type", "must be set"}},
 		{"time zone", base("      Cron: \"@daily\"\n      TimeZone: Mars/Olympus\n"), []string{"ChokaQ.Schedules.nightly.TimeZone", "Mars/Olympus", "IANA"}},
 		{"policy", base("      Cron: \"@daily\"\n      MissedFire: later\n"), []string{"ChokaQ.Schedules.nightly.MissedFire", "later", "coalesce, catch-up or skip"}},
@@ -97,6 +104,27 @@ func TestScheduleErrorsNameTheKey(t *testing.T) {
 			_, _, err := load(t, source{yaml: c.yaml})
 			wantInvalid(t, err, c.want...)
 		})
+	}
+}
+
+// An oversized payload is named by its size: the error is one short line,
+// not the megabytes the file holds (config show printed a 2 MB line).
+func TestAnOversizedPayloadIsNotEchoed(t *testing.T) {
+	yaml := "ChokaQ:\n  Schedules:\n    nightly:\n      Cron: \"@daily\"\n      Type: t\n      Payload: '\"" + strings.Repeat("x", 2<<20) + "\"'\n"
+	_, _, err := load(t, source{yaml: yaml})
+	wantInvalid(t, err, "ChokaQ.Schedules.nightly.Payload", "(2097154 bytes)", "must be at most 1048576 bytes")
+	if err != nil && len(err.Error()) > 500 {
+		t.Errorf("the error is %d bytes long", len(err.Error()))
+	}
+}
+
+// A schedule section left empty in a file is still defined when a later
+// source fills it in: the error is for a schedule nothing defines.
+func TestAnEmptyScheduleSectionFilledByTheEnvironmentLoads(t *testing.T) {
+	c := mustLoad(t, source{yaml: "ChokaQ:\n  Schedules:\n    nightly: {}\n",
+		env: []string{"CHOKAQ__SCHEDULES__NIGHTLY__CRON=@daily", "CHOKAQ__SCHEDULES__NIGHTLY__TYPE=report"}})
+	if n := c.Schedules["nightly"]; n.Cron != "@daily" || n.Job.Type != "report" {
+		t.Fatalf("nightly = %+v", n)
 	}
 }
 

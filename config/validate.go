@@ -118,9 +118,15 @@ var settingKeys = map[string]string{
 // keyOf names a component's setting by this file's key.
 func keyOf(component, key string) string {
 	if q, ok := strings.CutPrefix(component, "queue "); ok {
-		// The file keeps the queue timeouts in seconds, under the .NET
-		// ChokaQ's names.
-		return queueSection + "." + q + "." + key + "Seconds"
+		switch key {
+		case "Name":
+			return queueSection + "." + q
+		case "ZombieTimeout", "ExecutionTimeout":
+			// The file keeps the queue timeouts in seconds, under the
+			// .NET ChokaQ's names.
+			return queueSection + "." + q + "." + key + "Seconds"
+		}
+		return queueSection + "." + q + "." + key
 	}
 	if k, ok := settingKeys[component+"."+key]; ok {
 		return k
@@ -204,6 +210,13 @@ func (c *Config) validate(origins map[string]origin) error {
 		}
 		return v.fail(poll, e.PollInterval, fmt.Sprintf("must be less than half of %s (%v)", fetched, rc.FetchedJobTimeout))
 	}
+	// A queue's own rules, in this file's words, before CheckConfig
+	// applies the same ones in the store's.
+	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
+		if err := c.validateQueue(v, name); err != nil {
+			return err
+		}
+	}
 	// Every other rule is the components' own, and the one between them.
 	pc, zc := zerosRefused(c.ProcessorConfig(), c.RescueConfig())
 	if err := chokaq.CheckConfig(pc, zc, c.QueueUpdates()); err != nil {
@@ -222,11 +235,6 @@ func (c *Config) validate(origins map[string]origin) error {
 		return v.setting(err)
 	}
 
-	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
-		if err := c.validateQueue(v, name); err != nil {
-			return err
-		}
-	}
 	for _, name := range slices.Sorted(maps.Keys(c.Schedules)) {
 		if err := c.validateSchedule(v, name); err != nil {
 			return err

@@ -63,6 +63,22 @@ func TestEveryPageRenders(t *testing.T) {
 	}
 }
 
+// The assets are files: asking for the folder, or a folder inside it,
+// finds nothing, instead of a listing of what is there.
+func TestStaticServesFilesNotListings(t *testing.T) {
+	for _, opts := range []Options{{}, {Auth: Auth{Token: "t0ken-for-tests"}}} {
+		f := newFixture(t, opts)
+		for _, path := range []string{"/static/", "/static/.", "/static//", "/static/app.js/", "/static/nothing.js"} {
+			r := f.get(path)
+			// The router redirects an unclean path to /static/ first.
+			if (r.status != http.StatusNotFound && r.status != http.StatusTemporaryRedirect) || strings.Contains(r.body, "app.js") || strings.Contains(r.body, "style.css") {
+				t.Errorf("GET %s: %d\n%s", path, r.status, r.body)
+			}
+		}
+		wantStatus(t, f.get("/static/app.js"), http.StatusOK, "EventSource")
+	}
+}
+
 func TestPagesCarrySecurityHeaders(t *testing.T) {
 	f := newFixture(t, Options{})
 	r := f.get("/")

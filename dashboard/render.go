@@ -52,6 +52,13 @@ func staticHandler() http.Handler {
 	sub, _ := fs.Sub(staticFS, "static") // the directory is embedded above
 	files := http.StripPrefix("/static/", http.FileServerFS(sub))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Files only: http.FileServer would list a directory, and the
+		// routes open to anyone have no business listing anything.
+		name := strings.TrimPrefix(r.URL.Path, "/static/")
+		if fi, err := fs.Stat(sub, name); err != nil || fi.IsDir() || strings.HasSuffix(name, "/") {
+			http.NotFound(w, r)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-cache")
 		files.ServeHTTP(w, r)
 	})

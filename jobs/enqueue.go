@@ -59,8 +59,23 @@ type EnqueueResult struct {
 
 // Limits holds the enqueue limits a caller may tune.
 type Limits struct {
-	// MaxPayloadBytes caps a payload; 0 means DefaultMaxPayloadBytes.
+	// MaxPayloadBytes caps a payload; 0 means DefaultMaxPayloadBytes. At
+	// most MaxPayloadLimit.
 	MaxPayloadBytes int
+}
+
+// MaxPayloadLimit is the largest MaxPayloadBytes: what a VARBINARY(MAX)
+// column holds (2 GiB - 1).
+const MaxPayloadLimit = 1<<31 - 1
+
+// Validate refuses a negative MaxPayloadBytes or one above
+// MaxPayloadLimit: a -1 would silently mean the default.
+func (l Limits) Validate() error {
+	if l.MaxPayloadBytes < 0 || l.MaxPayloadBytes > MaxPayloadLimit {
+		return &ValidationError{Field: "max_payload_bytes", Value: l.MaxPayloadBytes,
+			Rule: "must be between 1 and " + itoa(MaxPayloadLimit) + " (0 takes " + itoa(DefaultMaxPayloadBytes) + ")"}
+	}
+	return nil
 }
 
 // MaxPayload returns the effective payload limit.

@@ -8,6 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 )
@@ -155,6 +158,31 @@ func TestSnoozeDoesNotUseAnAttempt(t *testing.T) {
 		}
 		if st := p.Stats(); st.Snoozed != 2 || st.Failed != 0 || st.Succeeded != 1 {
 			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+// A snooze beyond jobs.MaxDelay is capped at it, and the log says so with
+// what was asked: the job is due in ten years, not in the twenty asked.
+func TestASnoozeBeyondTheCapIsCappedAndSaidSo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		id := enqueue(t, mem, jobs.EnqueueParams{Type: "later"})
+		reg := processor.NewRegistry()
+		reg.MustHandle("later", func(context.Context, *processor.Job) error { return processor.Snooze(2 * jobs.MaxDelay) })
+		core, logs := observer.New(zap.WarnLevel)
+		cfg := testConfig()
+		cfg.Logger = zap.New(core)
+		began := time.Now()
+		startProcessor(t, mem, reg, cfg)
+		waitFor(t, time.Minute, "the job snoozed", func() bool { j, _ := mem.GetJob(context.Background(), id); return j.SnoozeCount == 1 })
+		j, _ := mem.GetJob(context.Background(), id)
+		if due := j.ScheduledAt.Sub(began); due < jobs.MaxDelay || due > jobs.MaxDelay+time.Minute {
+			t.Fatalf("due in %v, want jobs.MaxDelay (%v)", due, jobs.MaxDelay)
+		}
+		warned := logs.FilterMessage("snooze capped at jobs.MaxDelay").All()
+		if len(warned) != 1 || warned[0].ContextMap()["requested"] != 2*jobs.MaxDelay || warned[0].ContextMap()["job_id"] != id {
+			t.Fatalf("warnings %+v, want one naming the job and the delay asked", logs.All())
 		}
 	})
 }

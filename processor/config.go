@@ -35,7 +35,9 @@ type Config struct {
 	// CancelOnHeartbeatFailure cancels a job at the threshold and
 	// dead-letters it with reason HeartbeatFailure.
 	CancelOnHeartbeatFailure bool
-	// ShutdownTimeout is how long Stop lets running handlers finish (30s).
+	// ShutdownTimeout is how long Stop lets running handlers finish (30s);
+	// it then cancels them and waits as long again for their outcomes, so
+	// Stop takes up to twice ShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// BatchLinger is how long a start or an outcome that finds no store
 	// call in flight waits for others to go with it (0: it goes at once;

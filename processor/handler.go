@@ -182,7 +182,9 @@ func (e *SnoozeError) Error() string { return "snooze for " + e.Delay.String() }
 // Snooze returns the error that puts the job back to Pending, due after d,
 // and gives back the attempt this execution counted: "not now, later" is
 // not a failure. A job snoozes at most Config.MaxSnoozes times, then it is
-// dead-lettered with reason SnoozeLimitExceeded. A negative d is 0.
+// dead-lettered with reason SnoozeLimitExceeded. A negative d is 0; a d
+// beyond jobs.MaxDelay (10 years) is capped at it, with a warning in the
+// log ("snooze capped at jobs.MaxDelay").
 func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
 
 // PanicError is a handler panic, recovered, with its stack.

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/chokaq/chokaq-go/internal/periodic"
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
@@ -49,9 +50,9 @@ type Processor struct {
 	// the store offers them (jobs.BatchWorker); nil means one call per job.
 	batch *batchers
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
+	mu       sync.Mutex
+	started  bool
+	stopOnce periodic.StopOnce
 	// fetchCtx ends when claiming must stop; workCtx when workers must stop
 	// taking buffered jobs; runCtx (cause errShutdown) when running handlers
 	// must stop; hbCtx when heartbeats stop; writesCtx when outcome writes
@@ -66,7 +67,6 @@ type Processor struct {
 	fetchDone    chan struct{}
 	workersDone  chan struct{}
 	hbDone       chan struct{}
-	stopDone     chan struct{} // closed when the first Stop returns
 }
 
 // New checks cfg and returns a processor over store that runs the handlers
@@ -158,28 +158,23 @@ func (p *Processor) Start(ctx context.Context) error {
 // handlers cancelled at its end; a job interrupted by a short orchestrator
 // grace period is then retried, not left for rescue to dead-letter. When ctx
 // ends without warning, cancelled handlers get up to one second to settle.
-// A second Stop waits for the first.
+// Stop takes at most twice ShutdownTimeout, plus the release of the buffer.
+//
+// A second Stop, concurrent or later, waits for the first and returns the
+// same result (ErrHandlersAbandoned, say), or its own context's error if
+// that ends first.
 func (p *Processor) Stop(ctx context.Context) error {
 	p.mu.Lock()
-	switch {
-	case !p.started:
-		p.mu.Unlock()
-		return fmt.Errorf("processor: %w", jobs.ErrNotRunning)
-	case p.stopped:
-		done := p.stopDone
-		p.mu.Unlock()
-		select {
-		case <-done:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	p.stopped = true
-	p.stopDone = make(chan struct{})
+	started := p.started
 	p.mu.Unlock()
-	defer close(p.stopDone)
+	if !started {
+		return fmt.Errorf("processor: %w", jobs.ErrNotRunning)
+	}
+	return p.stopOnce.Do(ctx, func() error { return p.shutdown(ctx) })
+}
 
+// shutdown is the first Stop's work.
+func (p *Processor) shutdown(ctx context.Context) error {
 	grace := p.cfg.ShutdownTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl)
@@ -390,6 +385,12 @@ func (p *Processor) snooze(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j 
 			fmt.Sprintf("the handler snoozed the job %d times, the most MaxSnoozes allows", j.Snoozes))
 	}
 	params := jobs.SnoozeParams{Delay: min(d, jobs.MaxDelay)}
+	if d > jobs.MaxDelay {
+		// Not refused: the handler asked for later, and the job stays
+		// wanted; but a longer delay than asked would be a surprise kept
+		// quiet, so it is said.
+		log.Warn("snooze capped at jobs.MaxDelay", zap.Duration("requested", d), zap.Duration("delay", params.Delay))
+	}
 	r := p.write(log, "snooze", func(ctx context.Context) error { return p.store.Snooze(ctx, ref, params) })
 	if r.Outcome == OutcomeSucceeded {
 		log.Debug("job snoozed", zap.Duration("delay", params.Delay))

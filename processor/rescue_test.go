@@ -705,6 +705,41 @@ func TestStopHonoursItsContext(t *testing.T) {
 	})
 }
 
+// Stops that overlap agree: while a handler ignores its cancellation, the
+// first Stop gives up with ErrHandlersAbandoned, and so does every other,
+// concurrent or later (a second one used to report success), after at most
+// twice ShutdownTimeout.
+func TestConcurrentStopsReturnTheSameResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newMem()
+		enqueue(t, s, jobs.EnqueueParams{Type: "h"})
+		block := newBlockingHandler()
+		reg := processor.NewRegistry()
+		reg.MustHandle("h", block.handle)
+		cfg := testConfig()
+		p := startProcessor(t, s, reg, cfg)
+		<-block.started
+		began := time.Now()
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() { errs <- p.Stop(context.Background()) }()
+		}
+		for range 2 {
+			if err := <-errs; !errors.Is(err, processor.ErrHandlersAbandoned) {
+				t.Errorf("concurrent Stop = %v, want ErrHandlersAbandoned", err)
+			}
+		}
+		if took := time.Since(began); took > 2*cfg.ShutdownTimeout {
+			t.Errorf("Stop took %v, more than twice ShutdownTimeout (%v)", took, cfg.ShutdownTimeout)
+		}
+		if err := p.Stop(context.Background()); !errors.Is(err, processor.ErrHandlersAbandoned) {
+			t.Errorf("a later Stop = %v, want the first's result", err)
+		}
+		close(block.release)
+		time.Sleep(time.Second)
+	})
+}
+
 // TestConcurrentStopWaitsForTheFirst: a second Stop returns only when the
 // first has finished, so a caller never closes the store under it.
 func TestConcurrentStopWaitsForTheFirst(t *testing.T) {

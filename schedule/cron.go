@@ -32,7 +32,9 @@ var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cr
 // (February 30th) never fires, and must say so rather than loop.
 const maxLookahead = 8 * 366 // days
 
-// Parse reads expr in the IANA time zone zone ("" is UTC).
+// Parse reads expr in the IANA time zone zone ("" is UTC; "Local" is
+// refused, since it differs from host to host). An @every takes whole
+// seconds, at least 1s.
 func Parse(expr, zone string) (Cadence, error) {
 	expr = strings.TrimSpace(expr)
 	if expr == "" {
@@ -41,13 +43,15 @@ func Parse(expr, zone string) (Cadence, error) {
 	if strings.HasPrefix(expr, "TZ=") || strings.HasPrefix(expr, "CRON_TZ=") {
 		return Cadence{}, fmt.Errorf("%w %q: give the time zone as TimeZone, not in the expression", ErrBadCron, expr)
 	}
-	loc := time.UTC
-	if zone != "" {
-		l, err := time.LoadLocation(zone)
-		if err != nil {
-			return Cadence{}, fmt.Errorf("schedule: time zone %q: %w (want an IANA name such as Europe/Berlin)", zone, err)
-		}
-		loc = l
+	loc, rule, err := loadZone(zone)
+	if rule != "" {
+		return Cadence{}, fmt.Errorf("schedule: time zone %q: %s", zone, rule)
+	}
+	if err != nil {
+		return Cadence{}, fmt.Errorf("schedule: time zone %q: %w (want an IANA name such as Europe/Berlin)", zone, err)
+	}
+	if err := checkEvery(expr); err != nil {
+		return Cadence{}, err
 	}
 	s, err := parser.Parse(expr)
 	if err != nil {
@@ -66,6 +70,47 @@ func Parse(expr, zone string) (Cadence, error) {
 		return Cadence{}, fmt.Errorf("%w %q: unsupported form", ErrBadCron, expr)
 	}
 	return c, nil
+}
+
+// ruleLocal is why the zone "Local" is refused.
+const ruleLocal = "is the zone of whichever host reads it, so the same schedule would fire at different " +
+	"instants depending on which process leads; want an IANA name such as Europe/Berlin, or UTC"
+
+// loadZone reads an IANA zone name ("" is UTC). It refuses "Local", which
+// time.LoadLocation reads as this host's zone, with a rule; any other
+// failure is LoadLocation's error.
+func loadZone(zone string) (loc *time.Location, rule string, err error) {
+	switch zone {
+	case "":
+		return time.UTC, "", nil
+	case "Local":
+		return nil, ruleLocal, nil
+	}
+	loc, err = time.LoadLocation(zone)
+	return loc, "", err
+}
+
+// checkEvery refuses an @every whose duration robfig/cron would silently
+// change: it runs anything under a second (0s, -1m, 1ns) every second and
+// drops a fraction (1500ms runs every 1s). Ticks are whole multiples of
+// the duration since the epoch, so it must be a whole, positive number of
+// seconds.
+func checkEvery(expr string) error {
+	const every = "@every"
+	if len(expr) < len(every) || !strings.EqualFold(expr[:len(every)], every) {
+		return nil
+	}
+	text := strings.TrimSpace(expr[len(every):])
+	d, err := time.ParseDuration(text)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w %q: %q is not a duration; write one such as @every 10m or @every 1h30m", ErrBadCron, expr, text)
+	case d < time.Second:
+		return fmt.Errorf("%w %q: the interval must be at least 1s (a shorter one would silently fire every second)", ErrBadCron, expr)
+	case d%time.Second != 0:
+		return fmt.Errorf("%w %q: the interval must be whole seconds (%v would silently fire every %v)", ErrBadCron, expr, d, d.Truncate(time.Second))
+	}
+	return nil
 }
 
 // String is the expression as written.

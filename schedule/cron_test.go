@@ -116,6 +116,16 @@ func TestEveryIsAlignedToTheEpoch(t *testing.T) {
 	}
 }
 
+// An @every of whole seconds, 1s or more, is kept exactly.
+func TestEveryKeepsWholeSeconds(t *testing.T) {
+	for expr, d := range map[string]time.Duration{"@every 1s": time.Second, "@every 90s": 90 * time.Second, "@every 1.5m": 90 * time.Second, "@every 1h30m": 90 * time.Minute} {
+		c := mustParse(t, expr, "")
+		if n := c.Next(time.Unix(0, 0)); n.Sub(time.Unix(0, 0)) != d {
+			t.Errorf("%s: first tick after the epoch at +%v, want +%v", expr, n.Sub(time.Unix(0, 0)), d)
+		}
+	}
+}
+
 func TestParseRefusesWhatItCannotRun(t *testing.T) {
 	for _, c := range []struct{ expr, zone, want string }{
 		{"", "", "empty"},
@@ -124,7 +134,17 @@ func TestParseRefusesWhatItCannotRun(t *testing.T) {
 		{"0 0 30 2 *", "", "matches no date"},
 		{"TZ=Europe/Berlin 0 3 * * *", "", "TimeZone"},
 		{"0 3 * * *", "Mars/Olympus", "Mars/Olympus"},
+		{"0 3 * * *", "Local", "IANA"},
 		{"@sometimes", "", "@sometimes"},
+		// robfig/cron runs each of these every second, silently.
+		{"@every 0s", "", "at least 1s"},
+		{"@every -1m", "", "at least 1s"},
+		{"@every 1ns", "", "at least 1s"},
+		{"@every 999ms", "", "at least 1s"},
+		{"@every 1500ms", "", "whole seconds"},
+		{"@every 2.5s", "", "whole seconds"},
+		{"@every soon", "", "not a duration"},
+		{"@every", "", "not a duration"},
 	} {
 		_, err := Parse(c.expr, c.zone)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

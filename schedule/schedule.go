@@ -52,6 +52,7 @@ type Schedule struct {
 	Cron string
 	// TimeZone is an IANA name (Europe/Berlin); "" is UTC. The fields of
 	// Cron are wall times there, with the daylight-saving rules of Parse.
+	// "Local" is refused: each host would read its own zone.
 	TimeZone string
 	// Job is what each tick enqueues.
 	Job Job
@@ -107,10 +108,18 @@ func (e *DefinitionError) Unwrap() []error {
 	return []error{jobs.ErrInvalidArgument}
 }
 
+// quote shows a value in a message, a long text (a payload, as text or
+// bytes) clipped to its first 80 bytes and its length.
 func quote(v any) string {
+	switch b := v.(type) {
+	case []byte:
+		v = string(b)
+	case json.RawMessage:
+		v = string(b)
+	}
 	if s, ok := v.(string); ok {
 		if len(s) > 80 {
-			return fmt.Sprintf("%q (%d bytes)", s[:80]+"...", len(s))
+			return fmt.Sprintf("%q (%d bytes)", jobs.Clip(s, 80), len(s))
 		}
 		return fmt.Sprintf("%q", s)
 	}
@@ -137,6 +146,9 @@ func (s Schedule) Validate(limits jobs.Limits) (Cadence, error) {
 		return bad("Cron", s.Cron, rule, ErrBadCron)
 	}
 	if s.TimeZone != "" {
+		if _, rule, _ := loadZone(s.TimeZone); rule != "" {
+			return bad("TimeZone", s.TimeZone, rule, nil)
+		}
 		if c, err = Parse(s.Cron, s.TimeZone); err != nil {
 			return bad("TimeZone", s.TimeZone, "not a time zone this machine knows; want an IANA name such as Europe/Berlin", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -467,6 +468,12 @@ func TestValidateNamesTheFieldAndTheValue(t *testing.T) {
 		if !errors.As(err, &de) || de.Field != c.field || !strings.Contains(err.Error(), c.want) || !errors.Is(err, jobs.ErrInvalidArgument) {
 			t.Errorf("%s: %v (field %v), want a DefinitionError of %s naming %q", c.field, err, de, c.field, c.want)
 		}
+	}
+	// A payload over the limit is named by its size, not echoed.
+	big := ok
+	big.Job.Payload = json.RawMessage(`"` + strings.Repeat("x", 2<<20) + `"`)
+	if err := Check([]Schedule{big}, jobs.Limits{}); err == nil || len(err.Error()) > 300 || !strings.Contains(err.Error(), "(2097154 bytes)") {
+		t.Errorf("an oversized payload: %d bytes of error, %.300s", len(fmt.Sprint(err)), err)
 	}
 	if err := Check([]Schedule{ok, every("OK", "@daily", Coalesce)}, jobs.Limits{}); err == nil || !strings.Contains(err.Error(), "defined twice") {
 		t.Fatalf("two names that differ in case: %v", err)

@@ -10,6 +10,8 @@ import (
 	"github.com/golang-migrate/migrate/v4/database/sqlserver"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/chokaq/chokaq-go/internal/redact"
 )
 
 // Sentinel errors of the start-up version check.
@@ -22,6 +24,10 @@ var (
 	ErrOutdated = errors.New("schema: database schema is older than this binary")
 	// ErrTooNew: the database was migrated by a newer binary.
 	ErrTooNew = errors.New("schema: database schema is newer than this binary")
+	// ErrInvalidDSN: Up, Down or Force was given a connection string that
+	// the driver cannot parse or would misread (see sqlserver.CheckDSN),
+	// refused before any dial.
+	ErrInvalidDSN = errors.New("schema: invalid connection string")
 )
 
 // Up migrates the schema to Latest. It opens its own connection from dsn
@@ -42,14 +48,25 @@ func Force(ctx context.Context, dsn, name string, version int) error {
 	return run(ctx, dsn, name, func(m *migrate.Migrate) error { return m.Force(version) })
 }
 
+// run opens dsn and runs op. Its error is redacted: the driver's and
+// golang-migrate's errors may quote the connection string.
 func run(ctx context.Context, dsn, name string, op func(*migrate.Migrate) error) error {
+	return redact.Error(migrateDSN(ctx, dsn, name, op), dsn)
+}
+
+func migrateDSN(ctx context.Context, dsn, name string, op func(*migrate.Migrate) error) error {
+	// Checked before the driver sees it, which would resolve a piece of
+	// a misread password as the host.
+	if err := redact.Check(dsn); err != nil {
+		return fmt.Errorf("%w %s: %w", ErrInvalidDSN, redact.DSN(dsn), err)
+	}
 	src, err := Rendered(name)
 	if err != nil {
 		return err
 	}
 	db, err := sql.Open("sqlserver", dsn)
 	if err != nil {
-		return fmt.Errorf("schema: open: %w", err)
+		return fmt.Errorf("%w %s: %w", ErrInvalidDSN, redact.DSN(dsn), err)
 	}
 	defer db.Close()
 	if err := ensureSchema(ctx, db, name); err != nil {

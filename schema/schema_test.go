@@ -1,13 +1,17 @@
 package schema
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/golang-migrate/migrate/v4/source/iofs"
+
+	"github.com/chokaq/chokaq-go/internal/redact/redacttest"
 )
 
 func TestValidateName(t *testing.T) {
@@ -161,4 +165,27 @@ func withoutComments(s string) string {
 		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+// Up, Down and Force check the connection string before the driver sees
+// it: one it would misread is refused, and never dialled.
+func TestMigrationsNeverDialAConnectionStringTheyRefuse(t *testing.T) {
+	dsns, dials := redacttest.Trap(t)
+	for _, dsn := range dsns {
+		for name, op := range map[string]func(ctx context.Context) error{
+			"Up":    func(ctx context.Context) error { return Up(ctx, dsn, DefaultName) },
+			"Down":  func(ctx context.Context) error { return Down(ctx, dsn, DefaultName) },
+			"Force": func(ctx context.Context) error { return Force(ctx, dsn, DefaultName, 1) },
+		} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := op(ctx)
+			cancel()
+			if !errors.Is(err, ErrInvalidDSN) || !strings.Contains(err.Error(), "percent-encode") || strings.Contains(err.Error(), "Tr4pS3cret") {
+				t.Errorf("%s: %v, want ErrInvalidDSN saying to percent-encode, without the password", name, err)
+			}
+		}
+	}
+	if n := dials(); n != 0 {
+		t.Errorf("the trap was dialled %d times", n)
+	}
 }

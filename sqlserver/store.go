@@ -121,6 +121,11 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 // Open connects to dsn and returns a store. The DSN gets an application name
 // (so operators can see chokaq sessions) unless it names one.
 func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	// A URL the driver would misread never reaches it: it would resolve
+	// a piece of the password as the host.
+	if err := CheckDSN(dsn); err != nil {
+		return nil, err
+	}
 	// go-mssqldb parses the DSN here, before any I/O: an error is bad
 	// input. Either error may quote the DSN, so both are redacted.
 	db, err := sql.Open("sqlserver", WithAppName(dsn, "chokaq-go"))

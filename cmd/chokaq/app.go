@@ -120,7 +120,7 @@ func isUsage(err error) bool {
 	return errors.As(err, &ue) || errors.Is(err, config.ErrInvalid) || errors.Is(err, config.ErrSyntax) ||
 		errors.Is(err, errNeedsSQLServer) || errors.Is(err, jobs.ErrInvalidArgument) ||
 		errors.Is(err, jobs.ErrEmptyFilter) || errors.Is(err, schema.ErrInvalidName) ||
-		errors.Is(err, sqlserver.ErrInvalidDSN)
+		errors.Is(err, sqlserver.ErrInvalidDSN) || errors.Is(err, schema.ErrInvalidDSN)
 }
 
 // redact removes the connection string's password from text that reaches
@@ -139,10 +139,6 @@ func (a *app) rootCommand() *cobra.Command {
 		Short:         "Operate chokaq-go: migrations, jobs, dead letters, queues, rescue, demo",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return cmd.Help()
-		},
 	}
 	f := root.PersistentFlags()
 	f.StringVar(&a.configDir, "config-dir", ".", "directory of appsettings.yaml")
@@ -176,8 +172,18 @@ func (a *app) rootCommand() *cobra.Command {
 	return root
 }
 
-// markUsage makes argument-count errors of a command tree usage errors.
+// markUsage makes argument-count errors of a command tree usage errors,
+// and an unknown subcommand one at every level: a command that only groups
+// others runs, so that cobra checks its arguments instead of printing help
+// and exiting 0 for a mistyped `chokaq dlq resurect 5`.
 func markUsage(c *cobra.Command) {
+	if c.HasSubCommands() {
+		if c.Run == nil && c.RunE == nil {
+			c.RunE = func(cmd *cobra.Command, args []string) error { return cmd.Help() }
+		}
+		c.Args = unknownSubcommand
+		c.SuggestionsMinimumDistance = 2 // cobra's default, which it sets only for the root
+	}
 	if c.Args != nil {
 		check := c.Args
 		c.Args = func(cmd *cobra.Command, args []string) error {
@@ -190,6 +196,19 @@ func markUsage(c *cobra.Command) {
 	for _, sub := range c.Commands() {
 		markUsage(sub)
 	}
+}
+
+// unknownSubcommand refuses any argument of a command that only groups
+// others: it can only be a subcommand that does not exist.
+func unknownSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		msg += fmt.Sprintf("; did you mean %q?", strings.Join(s, `" or "`))
+	}
+	return usage("%s (%s --help lists the commands)", msg, cmd.CommandPath())
 }
 
 // loadConfig reads appsettings and applies the global flags over it.

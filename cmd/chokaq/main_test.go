@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
@@ -589,4 +591,44 @@ func TestBulkThatFailsMidwayReportsWhatItMoved(t *testing.T) {
 	if n, _ := mem.CountJobs(context.Background(), jobs.TableDLQ, jobs.Filter{}); n != 700 {
 		t.Fatalf("%d dead letters left, want 700", n)
 	}
+}
+
+// A mistyped subcommand is a usage error at every level of the tree, as
+// it is at the top: exit 2, "unknown command", and the near miss when
+// there is one; nothing runs and help is not printed as if all were well.
+func TestAMistypedSubcommandExits2AtEveryLevel(t *testing.T) {
+	for _, c := range []struct{ args, suggestion string }{
+		{"dlq resurect 5", `did you mean "resurrect"?`},
+		{"jobs cancle 5", `did you mean "cancel"?`},
+		{"schedules pasue x", `did you mean "pause"?`},
+		{"migrate upp", `did you mean "up"?`},
+		{"config bogus", ""},
+		{"queues pase mail", `did you mean "pause"?`},
+		{"bogus", ""},
+		{"stat", `did you mean "stats"?`},
+	} {
+		r := runEnv(t, nil, strings.Fields(c.args)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "unknown command") || !strings.Contains(r.stderr, c.suggestion) || r.stdout != "" {
+			t.Errorf("chokaq %s: exit %d, want %d with unknown command and %q\nstdout: %s\nstderr: %s", c.args, r.code, exitUsage, c.suggestion, r.stdout, r.stderr)
+		}
+	}
+	// Every command that groups others, whatever is added later.
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if !c.HasSubCommands() {
+			return
+		}
+		path := strings.Fields(c.CommandPath())[1:]
+		r := runEnv(t, nil, append(path, "no-such-command")...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, `unknown command "no-such-command"`) {
+			t.Errorf("%s no-such-command: exit %d, want %d\nstderr: %s", c.CommandPath(), r.code, exitUsage, r.stderr)
+		}
+		if r := runEnv(t, nil, path...); r.code != exitOK || !strings.Contains(r.stdout, "Available Commands") {
+			t.Errorf("%s alone: exit %d, want its help and 0\nstderr: %s", c.CommandPath(), r.code, r.stderr)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk((&app{}).rootCommand())
 }

@@ -90,3 +90,32 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("Recover passed %v", err)
 	}
 }
+
+// StopOnce runs the shutdown once; every other call waits for it and gets
+// its result, unless its own context ends first.
+func TestStopOnceRunsOnceAndEveryCallGetsItsResult(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var o StopOnce
+		abandoned := errors.New("abandoned")
+		runs := 0
+		shutdown := func() error { runs++; time.Sleep(time.Second); return abandoned }
+		errs := make(chan error, 3)
+		for range 3 {
+			go func() { errs <- o.Do(context.Background(), shutdown) }()
+		}
+		impatient, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		synctest.Wait()
+		if err := o.Do(impatient, shutdown); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a call whose context ends first: %v", err)
+		}
+		for range 3 {
+			if err := <-errs; err != abandoned {
+				t.Errorf("Do = %v, want the shutdown's result", err)
+			}
+		}
+		if err := o.Do(context.Background(), shutdown); err != abandoned || runs != 1 {
+			t.Errorf("a later call: %v, after %d runs", err, runs)
+		}
+	})
+}

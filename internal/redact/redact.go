@@ -10,6 +10,11 @@
 // no parser accepts (a host name with spaces, an unbalanced bracket, a bad
 // percent escape) loses its secrets all the same. Hiding too much is an
 // annoyance; a leaked password is an incident.
+//
+// Check is the other half: it refuses, before any lookup or dial, a URL
+// connection string the driver would misread so that a piece of the
+// password becomes the host or the port (a '#', '/' or '?' in it,
+// unescaped), which the driver would resolve through DNS and print.
 package redact
 
 import (
@@ -333,5 +338,5 @@ func unquote(v string) string {
 }
 
 func isDelimiter(r rune) bool {
-	return strings.ContainsRune(";=&?@:/\"'{}[] \t\r\n,", r)
+	return strings.ContainsRune(";=&?#@:/\"'{}[] \t\r\n,", r)
 }

@@ -30,6 +30,7 @@ import (
 
 	_ "github.com/microsoft/go-mssqldb" // registers the sqlserver driver
 
+	"github.com/chokaq/chokaq-go/internal/redact"
 	"github.com/chokaq/chokaq-go/schema"
 )
 
@@ -63,14 +64,23 @@ func DSN(t testing.TB) string {
 }
 
 func find() {
-	if dsn := os.Getenv(EnvDSN); dsn != "" {
+	// A connection string the driver would misread is refused before any
+	// test dials it, as the store refuses it.
+	use := func(dsn, from string) {
+		if err := redact.Check(dsn); err != nil {
+			server.why = fmt.Sprintf("the connection string in %s: %v", from, err)
+			return
+		}
 		server.dsn = dsn
+	}
+	if dsn := os.Getenv(EnvDSN); dsn != "" {
+		use(dsn, EnvDSN)
 		return
 	}
 	root, rootErr := repositoryRoot()
 	if rootErr == nil {
 		if dsn := dsnFromFile(filepath.Join(root, EnvFile)); dsn != "" {
-			server.dsn = dsn
+			use(dsn, EnvFile)
 			return
 		}
 	}

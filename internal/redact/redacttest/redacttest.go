@@ -1,13 +1,47 @@
 // Package redacttest plants passwords in connection strings and finds what
 // of them shows in output, for the fuzz targets of every package that prints
-// a connection string or an error about one.
+// a connection string or an error about one; and it sets a trap that tells
+// whether a connection string was dialled.
 package redacttest
 
 import (
+	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
+	"testing"
 	"unicode"
 )
+
+// Trap listens on a loopback port and counts the connections made to it.
+// It returns the URL connection strings, with the password "Tr4pS3cret",
+// that go-mssqldb would misread so as to dial the trap (the real address
+// after a '#' or after an unescaped '?' in the password), and the count so
+// far. The listener closes when the test ends.
+func Trap(t testing.TB) (dsns []string, dials func() int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var n atomic.Int64
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Close()
+		}
+	}()
+	trap := ln.Addr().String()
+	return []string{
+		"sqlserver://sa:Tr4pS3cret@" + trap + "#@127.0.0.1:1?database=app",
+		"sqlserver://sa:Tr4pS3cret@" + trap + "?x@127.0.0.1:1&database=app",
+	}, n.Load
+}
 
 // Forms plants password in each connection-string form go-mssqldb reads,
 // written as a user would write it: escaped where the form needs it, and, for
