@@ -127,6 +127,39 @@ func TestKeyedEnqueueReturnsTheJobThatWonTheKey(t *testing.T) {
 	}
 }
 
+// Inside a caller's transaction, a keyed insert that lost the key to a job
+// that finished before the statement could read it rethrows 2601 (the
+// statement found no job to return); the store runs it again in the same
+// transaction, where the key is free, and returns the job it inserts.
+func TestKeyedEnqueueInATransactionRunsAgainWhenTheKeysHolderFinished(t *testing.T) {
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec.rows = map[string][]driver.Value{s.q.enqueueKeyedTx: {int64(78), false}}
+	rec.failNext(s.q.enqueueKeyedTx, mssql.Error{Number: 2601, Message: "duplicate key"})
+	tx, err := s.DB().BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	r, err := s.EnqueueTx(t.Context(), tx, jobs.EnqueueParams{Type: "t", IdempotencyKey: "order-1"})
+	if err != nil || r.ID != 78 || r.Duplicate {
+		t.Fatalf("EnqueueTx = %+v, %v; want the new job 78", r, err)
+	}
+	runs := 0
+	for _, c := range rec.calls {
+		if c.query == s.q.enqueueKeyedTx {
+			runs++
+		}
+	}
+	if runs != 2 {
+		t.Fatalf("the keyed statement ran %d times, want 2 (the rethrown conflict, then the insert)", runs)
+	}
+}
+
 // Purge and resurrect walk the finish-time index from the old end and take
 // no update locks.
 func TestPurgeAndResurrectStartAtTheOldEnd(t *testing.T) {

@@ -167,7 +167,9 @@ SELECT @first;`
 // other, nothing worse. Under the lock a plain seek finds an active job with
 // the key, else the job is inserted. A job with the key that arrives by
 // another path (resurrect takes no key lock) surfaces as error 2601 or 2627,
-// after which the existing job is read and returned.
+// after which the existing job is read and returned; if that job has
+// already left the hot table (it finished between the conflict and the
+// re-read), the error is rethrown and the store runs the statement again.
 //
 // keyedPrologue and keyedBody are shared by the two forms: on the store's
 // own transaction (enqueueKeyed), and inside a caller's (enqueueKeyedTx).
@@ -192,6 +194,9 @@ BEGIN
     BEGIN CATCH
         IF ERROR_NUMBER() NOT IN (2601, 2627) OR XACT_STATE() <> 1
             THROW;
+        -- The sequence value stays in @id if no row matches (the key's
+        -- holder finished in between): reset it, so "no job" rethrows.
+        SET @id = NULL;
         SELECT @id = Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;
         IF @id IS NULL
             THROW;

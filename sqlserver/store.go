@@ -265,10 +265,15 @@ func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams,
 	key := named("key", text(p.IdempotencyKey))
 	for range 3 {
 		err := q.QueryRowContext(ctx, stmt, named("items", items), key, named("lockTimeoutMs", s.lockTimeoutMs())).Scan(&r.ID, &r.Duplicate)
-		if !isDuplicateKey(err) || inTx {
-			// Inside a caller's transaction the statement already read the
-			// job that won the key; an error left here is the caller's.
+		if !isDuplicateKey(err) {
 			return r, err
+		}
+		if inTx {
+			// The statement read the job that won the key and found it gone
+			// again (it finished between the conflict and the re-read), and
+			// rethrew. Under XACT_ABORT OFF only the failed insert was rolled
+			// back: the caller's transaction goes on, and the key is free.
+			continue
 		}
 		// The key was taken by a path that takes no key lock (resurrect)
 		// between the check and the insert, and the insert rolled back:
