@@ -1039,14 +1039,6 @@ DECLARE @n NVARCHAR(80) = @name;
 DELETE FROM {{s}}.Schedules WITH (ROWLOCK) WHERE Name = @n;
 SELECT @@ROWCOUNT;`
 
-// The database's compatibility level, which CheckSchema checks.
-// qServerLevel reads what CheckSchema checks: the database's compatibility
-// level, the engine's major version (15 is SQL Server 2019) and its edition
-// (5 Azure SQL Database, 8 Azure SQL Managed Instance: always current).
-const qServerLevel = `SELECT compatibility_level, CAST(SERVERPROPERTY('ProductMajorVersion') AS INT),
-    CAST(SERVERPROPERTY('EngineEdition') AS INT)
-FROM sys.databases WHERE database_id = DB_ID();`
-
 const qNow = `SELECT SYSUTCDATETIME();`
 
 // qAgeForTest moves every stored instant back by @byMs milliseconds: to every
@@ -1145,7 +1137,7 @@ func render(name string) *queries {
 		enqueueKeyedTx: r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
 		jobByKey:       r.Replace(qJobByKey),
 		adoptClaim:     r.Replace(qAdoptClaim),
-		serverLevel:    qServerLevel,
+		serverLevel:    schema.ServerLevelQuery,
 		enqueueBatch:   r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
 		claim:          r.Replace(qClaim),
 		start:          r.Replace(qStart),

@@ -146,31 +146,28 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) Close() error { return s.db.Close() }
 
 // MinCompatibilityLevel is the lowest database compatibility level the
-// store's statements are written and reviewed for (130, SQL Server 2016's:
-// no statement needs a later one). The engine itself must be SQL Server
-// 2019 (MinServerVersion) or Azure SQL: the migrations set
-// OPTIMIZE_FOR_SEQUENTIAL_KEY, which older engines do not know.
-const MinCompatibilityLevel = 130
+// store's statements are written and reviewed for (schema's).
+const MinCompatibilityLevel = schema.MinCompatibilityLevel
 
 // MinServerVersion is the lowest SQL Server major version the store runs
-// on: 15, SQL Server 2019. Azure SQL Database and Managed Instance always
-// qualify.
-const MinServerVersion = 15
+// on: 15, SQL Server 2019 (schema's). Azure SQL Database and Managed
+// Instance always qualify.
+const MinServerVersion = schema.MinServerVersion
 
 // ErrServerVersion is wrapped by CheckSchema's error for an engine older
-// than MinServerVersion.
-var ErrServerVersion = errors.New("sqlserver: SQL Server 2019 or later, or Azure SQL, is needed")
+// than MinServerVersion; it is schema.ErrServerVersion, which schema.Up
+// returns for the same server.
+var ErrServerVersion = schema.ErrServerVersion
 
 // ErrCompatibilityLevel is wrapped by CheckSchema's error for a database
-// whose compatibility level is below MinCompatibilityLevel.
-var ErrCompatibilityLevel = errors.New("sqlserver: database compatibility level too low")
+// whose compatibility level is below MinCompatibilityLevel; it is
+// schema.ErrCompatibilityLevel.
+var ErrCompatibilityLevel = schema.ErrCompatibilityLevel
 
 // CheckSchema returns nil when the schema is migrated to exactly the version
 // this binary expects (see package schema for the sentinel errors), the
 // engine is at least MinServerVersion and the database's compatibility
-// level is at least MinCompatibilityLevel. A database upgraded from an
-// older SQL Server keeps its old level, which the server does not raise by
-// itself.
+// level is at least MinCompatibilityLevel (schema.CheckServerLevel).
 func (s *Store) CheckSchema(ctx context.Context) error {
 	var level, major, edition int64
 	err := s.do(ctx, "server level", idempotent, func(ctx context.Context) error {
@@ -179,13 +176,8 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlserver: read the server's version and the database's compatibility level: %w", err)
 	}
-	if cloud := edition == 5 || edition == 8; !cloud && major < MinServerVersion {
-		return fmt.Errorf("%w: this server is major version %d", ErrServerVersion, major)
-	}
-	if level < MinCompatibilityLevel {
-		return fmt.Errorf("%w: the database is at level %d, the store needs at least %d; raise it with "+
-			"ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150 (SQL Server 2019; 160 for 2022), after testing your own queries at that level",
-			ErrCompatibilityLevel, level, MinCompatibilityLevel)
+	if err := schema.CheckServerLevel(level, major, edition); err != nil {
+		return err
 	}
 	return schema.Check(ctx, s.db, s.schema)
 }
