@@ -214,7 +214,8 @@ func TestSQLServerRescueLockFootprintWithManyRunning(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer tx.Rollback()
-			rows, err := tx.QueryContext(ctx, stmt, named("limit", int64(500)), named("timeoutMs", time.Hour.Milliseconds()))
+			rows, err := tx.QueryContext(ctx, stmt, named("limit", int64(500)), named("timeoutMs", time.Hour.Milliseconds()),
+				named("lockTimeoutMs", s.lockTimeoutMs()))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -777,5 +778,81 @@ func TestSQLServerClaimReleasesLocksBeforeTheClientReads(t *testing.T) {
 	defer cancel()
 	if _, err := s.Claim(cctx, jobs.ClaimParams{WorkerID: "other", Queues: []string{"fat"}, Limit: 1}); err != nil {
 		t.Fatalf("a second claim of the queue waited on the first one's unread rows: %v", err)
+	}
+}
+
+// TestSQLServerRescuePhasesFromTwoProcessesDoNotDeadlock: 2,000 running
+// jobs are both silent and past their deadline, so phase 2 and phase 3
+// both want every one of them. Two processes (two pools on one schema)
+// sweep phases 2 and 3 against each other in batches of 50, with retries
+// off: the rescue lock lets one batch run at a time, so no deadlock victim
+// (1205) surfaces, and every job is dead-lettered once and reported once.
+func TestSQLServerRescuePhasesFromTwoProcessesDoNotDeadlock(t *testing.T) {
+	const n = 2000
+	dsn, name := sqlservertest.NewSchema(t)
+	noRetry := WithRetryPolicy(RetryPolicy{MaxAttempts: 1})
+	stores := [2]*Store{openOn(t, dsn, name, noRetry), openOn(t, dsn, name, noRetry)}
+	ctx := t.Context()
+	runningJobs(t, stores[0], "both", n)
+	age := fmt.Sprintf("UPDATE %s.JobsHot SET HeartbeatUtc = DATEADD(MINUTE, -10, SYSUTCDATETIME()), DeadlineUtc = DATEADD(SECOND, -1, SYSUTCDATETIME());",
+		schema.Quote(name))
+	if _, err := stores[0].db.ExecContext(ctx, age); err != nil {
+		t.Fatal(err)
+	}
+	var deadlocks, other atomic.Int64
+	var mu sync.Mutex
+	reported := map[int64]int{}
+	var wg sync.WaitGroup
+	for i, s := range stores {
+		wg.Go(func() {
+			p := jobs.RescueParams{Timeout: time.Minute, Limit: 50}
+			for idle := 0; idle < 3; {
+				phases := []func(context.Context, jobs.RescueParams) ([]jobs.Rescued, error){s.RescueZombies, s.RescueExpired}
+				if i == 1 {
+					phases[0], phases[1] = phases[1], phases[0] // the other order in the other process
+				}
+				moved := 0
+				for _, phase := range phases {
+					got, err := phase(ctx, p)
+					var me mssql.Error
+					switch {
+					case errors.As(err, &me) && me.Number == 1205:
+						deadlocks.Add(1)
+					case err != nil:
+						other.Add(1)
+						t.Logf("process %d: %v", i, err)
+					}
+					mu.Lock()
+					for _, r := range got {
+						reported[r.ID]++
+					}
+					mu.Unlock()
+					moved += len(got)
+				}
+				if moved == 0 {
+					idle++
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if deadlocks.Load() != 0 || other.Load() != 0 {
+		t.Fatalf("%d deadlock victims and %d other errors while two processes ran phases 2 and 3", deadlocks.Load(), other.Load())
+	}
+	if len(reported) != n {
+		t.Fatalf("%d jobs reported rescued, want %d", len(reported), n)
+	}
+	for id, k := range reported {
+		if k != 1 {
+			t.Fatalf("job %d reported rescued %d times", id, k)
+		}
+	}
+	hot, err := stores[0].CountJobs(ctx, jobs.TableHot, jobs.Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := stores[0].CountJobs(ctx, jobs.TableDLQ, jobs.Filter{})
+	if err != nil || hot != 0 || dead != n {
+		t.Fatalf("after the sweeps %d jobs are hot and %d dead-lettered (%v), want 0 and %d", hot, dead, err, n)
 	}
 }

@@ -74,6 +74,36 @@ func TestRescueCandidatesSeekTheirCutoff(t *testing.T) {
 	}
 }
 
+// Rescue phases 2 and 3 take one application lock, exclusively and owned
+// by their transaction, before they read anything, so that no two of them
+// run at once anywhere in the fleet; phase 1 takes none. The lock is not
+// the leader's (SingleRescuer holds that one on its own session while its
+// phases run on others).
+func TestRescuePhasesTwoAndThreeTakeOneLockAcrossProcesses(t *testing.T) {
+	q := render("my_schema")
+	const take = "BEGIN TRANSACTION;\nEXEC @rc = sys.sp_getapplock @Resource = N'chokaq:MY_SCHEMA:rescue:phases-2-3', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;\nIF @rc < 0\n    THROW 51001,"
+	for name, stmt := range map[string]string{"rescueZombies": q.rescueZombies, "rescueExpired": q.rescueExpired} {
+		lock := strings.Index(stmt, take)
+		now := strings.Index(stmt, "DECLARE @now DATETIME2(7) = SYSUTCDATETIME();")
+		del := strings.Index(stmt, "DELETE h")
+		commit := strings.LastIndex(stmt, "COMMIT TRANSACTION;")
+		if lock < 0 || now < lock || del < now || commit < del || strings.Count(stmt, "EXEC @rc = sys.sp_getapplock") != 1 {
+			t.Errorf("%s: want BEGIN TRANSACTION, the rescue lock (checked), the store's now, the DELETE, COMMIT:\n%s", name, stmt)
+		}
+		if strings.Index(stmt, "FROM [my_schema].") < lock {
+			t.Errorf("%s reads a table before it holds the rescue lock", name)
+		}
+	}
+	if strings.Contains(q.rescueFetched, "sp_getapplock") {
+		t.Error("rescueFetched takes a lock: phase 1 moves Fetched rows, whose keys phases 2 and 3 never lock")
+	}
+	for _, role := range []string{"rescue", "retention", "schedules:abc"} {
+		if l := NewLeader(&Store{schema: "my_schema", q: q}, role); strings.Contains(q.rescueZombies, "N'"+l.resource+"'") {
+			t.Errorf("the rescue lock is the leader lock of role %q", role)
+		}
+	}
+}
+
 // migrationText is the rendered up migration of a version.
 func migrationText(t *testing.T, schemaName, version string) string {
 	t.Helper()

@@ -566,6 +566,28 @@ INNER JOIN (
 ) AS x ON x.Id = h.Id
 WHERE h.Status = 1 AND h.LastUpdatedUtc < @cutoff;`
 
+// rescueLock serializes rescue phases 2 and 3 across processes. Each
+// phase's candidate update-locks keys of its own index (IX_JobsHot_Heartbeat,
+// IX_JobsHot_Deadline) and its DELETE then removes the row's key from
+// every index, the other phase's among them. READPAST lets the candidate
+// and the outer table skip a row another transaction holds, but removing a
+// secondary index key waits for a lock on that key: a phase 2 and a phase 3
+// running at once in two processes, each over a job that is both silent and
+// past its deadline, could each wait for a key the other's candidate holds
+// (error 1205, which the store would retry). Every process still sweeps (ADR 0010), one
+// phase batch at a time across the fleet, owned by the batch's transaction
+// so that nothing outlives it; a process that waits longer than the lock
+// timeout gets error 51001, which the store retries. The name differs from
+// the leader's chokaq:<schema>:rescue (a session lock that SingleRescuer
+// holds for as long as it leads, while its own phases take this one).
+const rescueLock = `N'chokaq:{{name}}:rescue:phases-2-3'`
+
+// rescueLockTaken takes rescueLock for the transaction and checks its
+// return code (a negative one means no lock, and no rollback).
+const rescueLockTaken = `EXEC @rc = sys.sp_getapplock @Resource = ` + rescueLock + `, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the rescue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;`
+
 // Rescue phase 2: Processing rows whose heartbeat is older than their
 // queue's ZombieTimeoutSeconds, else the global timeout, move to the DLQ as
 // Zombie. Their side effects are uncertain, so they are never re-run.
@@ -580,10 +602,14 @@ WHERE h.Status = 1 AND h.LastUpdatedUtc < @cutoff;`
 // again on the outer table, which READPAST leaves alone while a worker
 // holds it.
 const qRescueZombies = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @rc INT;
+DECLARE @timeouts TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY, Seconds INT NOT NULL);
+BEGIN TRANSACTION;
+` + rescueLockTaken + `
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @globalCutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
-DECLARE @timeouts TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY, Seconds INT NOT NULL);
 INSERT INTO @timeouts (Queue, Seconds)
 SELECT Name, ZombieTimeoutSeconds FROM {{s}}.Queues WHERE ZombieTimeoutSeconds IS NOT NULL;
 DECLARE @shortest INT;
@@ -608,14 +634,19 @@ INNER JOIN (
     ORDER BY c.HeartbeatUtc
 ) AS x ON x.Id = h.Id
 LEFT JOIN @timeouts AS q ON q.Queue = h.Queue
-WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff);`
+WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff);
+COMMIT TRANSACTION;`
 
 // Rescue phase 3: Processing rows past their deadline move to the DLQ as
 // Timeout, even while their worker still heartbeats (a hung handler), or as
 // Cancelled when an operator asked for that and the handler ignored it. The
 // candidate seeks IX_JobsHot_Deadline.
 var qRescueExpired = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @rc INT;
+BEGIN TRANSACTION;
+` + rescueLockTaken + `
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, ` + cancelledReason + `,
@@ -629,7 +660,8 @@ INNER JOIN (
     WHERE c.Status = 2 AND c.DeadlineUtc < @now
     ORDER BY c.DeadlineUtc
 ) AS x ON x.Id = h.Id
-WHERE h.Status = 2 AND h.DeadlineUtc < @now;`
+WHERE h.Status = 2 AND h.DeadlineUtc < @now;
+COMMIT TRANSACTION;`
 
 // deadlineText is the details of a move by phase 3 (jobs.DeadlineDetails
 // writes the same in Go).

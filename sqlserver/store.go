@@ -731,7 +731,11 @@ func (s *Store) rescue(ctx context.Context, op, stmt string, p jobs.RescueParams
 	var out []jobs.Rescued
 	err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := s.db.QueryContext(ctx, stmt, named("limit", int64(p.RescueLimit())), named("timeoutMs", p.Timeout.Milliseconds()))
+		args := []any{named("limit", int64(p.RescueLimit())), named("timeoutMs", p.Timeout.Milliseconds())}
+		if stmt != s.q.rescueFetched {
+			args = append(args, named("lockTimeoutMs", s.lockTimeoutMs())) // phases 2 and 3 take the rescue lock
+		}
+		rows, err := s.db.QueryContext(ctx, stmt, args...)
 		if err != nil {
 			return err
 		}

@@ -179,7 +179,8 @@ func TestRescueLockFootprint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, s.q.rescueZombies, named("limit", int64(batch)), named("timeoutMs", int64(1)))
+	rows, err := tx.QueryContext(ctx, s.q.rescueZombies, named("limit", int64(batch)), named("timeoutMs", int64(1)),
+		named("lockTimeoutMs", s.lockTimeoutMs()))
 	if err != nil {
 		t.Fatal(err)
 	}
