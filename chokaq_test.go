@@ -38,6 +38,29 @@ func TestClientWritesQueueSettingsAtStart(t *testing.T) {
 	}
 }
 
+// Client.UpdateQueue applies at once to every process, whose heartbeats it
+// cannot know: a zombie timeout of 3 default heartbeat maxima or less is
+// refused with the rule, and changes nothing.
+func TestClientUpdateQueueRefusesAZombieTimeoutBelowThreeDefaultHeartbeats(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	c, err := chokaq.New(ctx, chokaq.Config{Store: store, DisableProcessor: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneSecond, fine := time.Second, time.Minute
+	_, err = c.UpdateQueue(ctx, "mail", jobs.QueueUpdate{ZombieTimeout: &oneSecond})
+	if !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), "zombie_timeout 1s: must be more than 36s") {
+		t.Fatalf("UpdateQueue with a 1s zombie timeout: %v", err)
+	}
+	if qs, _ := store.Queues(ctx); len(qs) != 0 {
+		t.Fatalf("the refused update wrote %+v", qs)
+	}
+	if s, err := c.UpdateQueue(ctx, "mail", jobs.QueueUpdate{ZombieTimeout: &fine}); err != nil || s.ZombieTimeout != time.Minute {
+		t.Fatalf("UpdateQueue with a 1m zombie timeout: %+v, %v", s, err)
+	}
+}
+
 func TestClientRefusesWhatItsStoreCannotDo(t *testing.T) {
 	ctx := context.Background()
 	if _, err := chokaq.New(ctx, chokaq.Config{}, processor.NewRegistry()); !errors.Is(err, chokaq.ErrNoStore) {

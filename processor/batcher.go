@@ -234,7 +234,7 @@ type transitionResult struct {
 const writeTimeout = 30 * time.Second
 
 func newBatchers(ctx context.Context, w jobs.Worker, bw jobs.BatchWorker, cfg Config) *batchers {
-	sp := jobs.StartParams{DefaultTimeout: cfg.DefaultTimeout}
+	sp := cfg.startParams()
 	many := func(ctx context.Context, reqs []transition) ([]transitionResult, error) {
 		return transitionMany(ctx, bw, sp, reqs)
 	}
@@ -349,10 +349,19 @@ func (p *Processor) do(ws *workerSlots, t transition) (transitionResult, error) 
 	return r, nil
 }
 
+// startParams is what every start tells the store: the execution timeout
+// of a queue that sets none, and the longest this processor lets pass
+// between two heartbeats of the job, which the store records so that
+// rescue waits at least 3 x that much silence before it calls the job a
+// zombie (jobs.ZombieTimeout), whatever the queue's zombie timeout.
+func (c Config) startParams() jobs.StartParams {
+	return jobs.StartParams{DefaultTimeout: c.DefaultTimeout, HeartbeatMax: c.HeartbeatIntervalMax}
+}
+
 // startJob starts one job, in the next batch when the store has them.
 func (p *Processor) startJob(ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, error) {
 	if p.batch == nil {
-		return p.store.Start(p.writesCtx, ref, jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
+		return p.store.Start(p.writesCtx, ref, p.cfg.startParams())
 	}
 	r, err := p.do(ws, transition{kind: transitionStart, ref: ref})
 	if err != nil {

@@ -91,7 +91,7 @@ func DefaultConfig() Config {
 		PollInterval:              time.Second,
 		DefaultTimeout:            15 * time.Minute,
 		HeartbeatIntervalMin:      8 * time.Second,
-		HeartbeatIntervalMax:      12 * time.Second,
+		HeartbeatIntervalMax:      jobs.DefaultHeartbeatIntervalMax,
 		HeartbeatFailureThreshold: 10,
 		ShutdownTimeout:           30 * time.Second,
 		ReleaseAfter:              5 * time.Minute,
@@ -167,7 +167,7 @@ const (
 	MinDefaultTimeout            = 10 * time.Millisecond
 	MaxDefaultTimeout            = 30 * 24 * time.Hour
 	MinHeartbeatInterval         = 100 * time.Millisecond
-	MaxHeartbeatInterval         = time.Hour
+	MaxHeartbeatInterval         = jobs.MaxHeartbeatInterval
 	MaxHeartbeatFailureThreshold = 1000
 	MaxShutdownTimeout           = time.Hour
 	MaxReleaseAfter              = 12 * time.Hour

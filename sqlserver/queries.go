@@ -1,6 +1,7 @@
 package sqlserver
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -65,19 +66,19 @@ const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     CAST(1 AS TINYINT), $.Status, $.CreatedAtUtc, $.ScheduledAtUtc, $.LastUpdatedUtc, $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     CAST(NULL AS DATETIME2(7)), CAST(NULL AS BIGINT), CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
-    $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote`
+    $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7)), $.LastError,
     $.FinishedAtUtc, $.DurationMs, CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
-    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500))`
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT)`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails,
-    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500))`
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT)`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -90,6 +91,7 @@ var unifiedNames = [][2]string{
 	{"StartedAtUtc", "DATETIME2(7)"}, {"HeartbeatUtc", "DATETIME2(7)"}, {"DeadlineUtc", "DATETIME2(7)"}, {"LastError", "NVARCHAR(MAX)"},
 	{"FinishedAtUtc", "DATETIME2(7)"}, {"DurationMs", "BIGINT"}, {"FailureReason", "INT"}, {"ErrorDetails", "NVARCHAR(MAX)"},
 	{"SnoozeCount", "INT"}, {"CancelRequestedUtc", "DATETIME2(7)"}, {"CancelNote", "NVARCHAR(500)"},
+	{"HeartbeatMaxMs", "INT"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -338,7 +340,8 @@ DECLARE @started TABLE (AttemptCount INT NOT NULL, StartedAtUtc DATETIME2(7) NOT
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
     DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
-                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END
+                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END,
+    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)
 OUTPUT inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
 FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
@@ -395,7 +398,7 @@ END
 ELSE IF @marked = 0
 BEGIN
     UPDATE {{s}}.JobsHot WITH (ROWLOCK)
-    SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
+    SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL,
         LastUpdatedUtc = @now, AttemptCount = AttemptCount - 1, SnoozeCount = SnoozeCount + 1,
         ScheduledAtUtc = ` + "{{retryAt}}" + `
     WHERE Id = @id AND RunLease = @lease AND Status = 2;
@@ -441,7 +444,8 @@ DECLARE @started TABLE (Id BIGINT NOT NULL PRIMARY KEY, Lease BIGINT NOT NULL, A
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
     DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
-                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END
+                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END,
+    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)
 OUTPUT inserted.Id, inserted.RunLease, inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
 FROM @starts AS sr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = sr.Id AND h.RunLease = sr.Lease
@@ -478,7 +482,7 @@ FROM @retries AS rr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
 WHERE h.Status = 2 AND h.CancelRequestedUtc IS NOT NULL;
 UPDATE h
-SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
+SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL,
     LastUpdatedUtc = @now, LastError = NULLIF(rr.Error, N''), ScheduledAtUtc = ` + "{{retryAtItem}}" + `
 OUTPUT CAST(3 AS TINYINT), inserted.Id, inserted.RunLease, ` + transitionNulls + `
 FROM @retries AS rr
@@ -588,20 +592,38 @@ const rescueLockTaken = `EXEC @rc = sys.sp_getapplock @Resource = ` + rescueLock
 IF @rc < 0
     THROW 51001, N'chokaq: the rescue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;`
 
+// missedBeatsMs is jobs.MissedBeats x the HeartbeatMaxMs of alias's row,
+// in milliseconds as a BIGINT (NULL when none was recorded).
+func missedBeatsMs(alias string) string {
+	return strconv.Itoa(jobs.MissedBeats) + " * CAST(" + alias + ".HeartbeatMaxMs AS BIGINT)"
+}
+
+// silentForMissedBeats is jobs.ZombieTimeout's floor for alias's row: its
+// heartbeat is older than jobs.MissedBeats x the heartbeat maximum its
+// worker declared at start, or it declared none.
+func silentForMissedBeats(alias string) string {
+	return "(" + alias + ".HeartbeatMaxMs IS NULL OR " + alias + ".HeartbeatUtc < " + addMs("-"+missedBeatsMs(alias), "@now") + ")"
+}
+
 // Rescue phase 2: Processing rows whose heartbeat is older than their
-// queue's ZombieTimeoutSeconds, else the global timeout, move to the DLQ as
-// Zombie. Their side effects are uncertain, so they are never re-run.
+// queue's ZombieTimeoutSeconds, else the global timeout, and than 3 x the
+// heartbeat maximum their worker declared when it started them
+// (HeartbeatMaxMs; jobs.ZombieTimeout), move to the DLQ as Zombie. Their
+// side effects are uncertain, so they are never re-run.
 //
 // The candidate seeks IX_JobsHot_Heartbeat up to the loosest cutoff (now
 // minus the shortest of the global and the per-queue timeouts): a live job
 // heartbeats far more often than that, so only rows whose worker went
-// silent are read, and update-locked. The per-queue timeouts come from a
+// silent are read, and update-locked. (A row past that cutoff whose worker
+// declared a longer heartbeat maximum is read too, through a lookup of its
+// HeartbeatMaxMs in the clustered row, which READPAST skips while the
+// worker holds it, and left alone.) The per-queue timeouts come from a
 // table variable filled first, so no Queues row is locked while JobsHot is,
 // and the exact per-queue test is made in the candidate, so rows of a queue
 // with a longer timeout cannot fill the batch and starve the others, and
 // again on the outer table, which READPAST leaves alone while a worker
 // holds it.
-const qRescueZombies = `SET NOCOUNT ON;
+var qRescueZombies = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @rc INT;
@@ -620,7 +642,8 @@ IF @shortest IS NOT NULL AND DATEADD(SECOND, -@shortest, @now) > @loosest
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, 2,
     N'zombie: heartbeat expired (last heartbeat ' + CONVERT(NVARCHAR(33), ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 127)
-        + N'Z, timeout ' + CONVERT(NVARCHAR(20), ISNULL(CAST(q.Seconds AS BIGINT), @timeoutMs / 1000))
+        + N'Z, timeout ' + CONVERT(NVARCHAR(20), (CASE WHEN ` + missedBeatsMs("deleted") + ` > ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs)
+            THEN ` + missedBeatsMs("deleted") + ` ELSE ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs) END) / 1000)
         + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
@@ -631,10 +654,12 @@ INNER JOIN (
     LEFT JOIN @timeouts AS ct ON ct.Queue = c.Queue
     WHERE c.Status = 2 AND c.HeartbeatUtc < @loosest
       AND c.HeartbeatUtc < ISNULL(DATEADD(SECOND, -ct.Seconds, @now), @globalCutoff)
+      AND ` + silentForMissedBeats("c") + `
     ORDER BY c.HeartbeatUtc
 ) AS x ON x.Id = h.Id
 LEFT JOIN @timeouts AS q ON q.Queue = h.Queue
-WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff);
+WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff)
+  AND ` + silentForMissedBeats("h") + `;
 COMMIT TRANSACTION;`
 
 // Rescue phase 3: Processing rows past their deadline move to the DLQ as

@@ -485,7 +485,7 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	var found bool
 	err := s.do(ctx, "start", idempotent, func(ctx context.Context) error {
 		err := s.db.QueryRowContext(ctx, s.q.start, named("id", ref.ID), named("lease", ref.Lease),
-			named("defaultMs", p.DefaultTimeout.Milliseconds())).
+			named("defaultMs", p.DefaultTimeout.Milliseconds()), named("heartbeatMaxMs", p.HeartbeatMax.Milliseconds())).
 			Scan(&st.AttemptCount, &st.StartedAt, &st.DeadlineAt)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):

@@ -263,6 +263,7 @@ func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (job
 	j.AttemptCount++
 	j.StartedAt, j.HeartbeatAt, j.LastUpdatedAt = now, now, now
 	j.DeadlineAt = now.Add(timeout)
+	j.HeartbeatMax = p.HeartbeatMax.Truncate(time.Millisecond) // what SQL Server keeps
 	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout}, nil
 }
 
@@ -473,13 +474,14 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 func toPending(j *jobs.Job, now time.Time) {
 	j.Status = jobs.StatusPending
 	j.WorkerID = ""
-	j.StartedAt, j.HeartbeatAt, j.DeadlineAt = time.Time{}, time.Time{}, time.Time{}
+	j.StartedAt, j.HeartbeatAt, j.DeadlineAt, j.HeartbeatMax = time.Time{}, time.Time{}, time.Time{}, 0
 	j.LastUpdatedAt = now
 }
 
 // removeHot takes a job out of the hot set. A Pending job's entry in its
 // queue's heaps goes stale and is skipped when popped.
 func (s *Store) removeHot(j *jobs.Job) {
+	j.HeartbeatMax = 0 // hot jobs only, as on SQL Server
 	delete(s.hot, j.ID)
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
 		delete(s.idem, j.IdempotencyKey)
@@ -554,6 +556,7 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		if q := s.queues[j.Queue]; q != nil && q.settings.ZombieTimeout > 0 {
 			timeout = q.settings.ZombieTimeout
 		}
+		timeout = jobs.ZombieTimeout(timeout, j.HeartbeatMax)
 		seen := j.HeartbeatAt
 		if seen.IsZero() {
 			seen = j.LastUpdatedAt
