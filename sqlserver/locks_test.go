@@ -104,6 +104,35 @@ func TestRescuePhasesTwoAndThreeTakeOneLockAcrossProcesses(t *testing.T) {
 	}
 }
 
+// Every start records the worker's heartbeat maximum, every return to
+// Pending clears it, and phase 2 tests its floor in the candidate (so rows
+// of slow-beating live jobs cannot fill a batch) and again on the outer
+// table: jobs.ZombieTimeout in T-SQL.
+func TestStartsRecordTheHeartbeatMaximumAndPhase2HonoursIt(t *testing.T) {
+	q := render("my_schema")
+	for name, stmt := range map[string]string{"start": q.start, "transition": q.transition} {
+		if !strings.Contains(stmt, "HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)") {
+			t.Errorf("%s does not record @heartbeatMaxMs", name)
+		}
+	}
+	for name, stmt := range map[string]string{"snooze": q.snooze, "transition": q.transition} {
+		if !strings.Contains(stmt, "DeadlineUtc = NULL, HeartbeatMaxMs = NULL,") {
+			t.Errorf("%s sends a job back to Pending with its old heartbeat maximum", name)
+		}
+	}
+	floor := func(alias string) string {
+		return "(" + alias + ".HeartbeatMaxMs IS NULL OR " + alias + ".HeartbeatUtc < DATEADD(MILLISECOND, -3 * CAST(" + alias +
+			".HeartbeatMaxMs AS BIGINT) % 1000, DATEADD(SECOND, -3 * CAST(" + alias + ".HeartbeatMaxMs AS BIGINT) / 1000, @now)))"
+	}
+	cand := derived(t, "rescueZombies", q.rescueZombies)
+	if !strings.Contains(cand, floor("c")) {
+		t.Errorf("rescueZombies: the candidate lacks the heartbeat floor %s:\n%s", floor("c"), cand)
+	}
+	if outer := q.rescueZombies[strings.Index(q.rescueZombies, ") AS x ON x.Id = h.Id"):]; !strings.Contains(outer, floor("h")) {
+		t.Errorf("rescueZombies: the outer table lacks the heartbeat floor %s", floor("h"))
+	}
+}
+
 // migrationText is the rendered up migration of a version.
 func migrationText(t *testing.T, schemaName, version string) string {
 	t.Helper()
