@@ -154,6 +154,8 @@ func TestCheckConfig(t *testing.T) {
 		{"BufferOutlivesHalfTheFetchedTimeout", processor.Config{ReleaseAfter: 6 * time.Minute}, zombie.Config{}, nil,
 			"processor: ReleaseAfter = 6m0s: must be at most half of zombie.FetchedJobTimeout (10m0s)"},
 		{"ProcessorAlone", processor.Config{Concurrency: -1}, zombie.Config{}, nil, "processor: Concurrency = -1"},
+		{"QueuesThatDifferOnlyInCase", processor.Config{}, zombie.Config{}, map[string]jobs.QueueUpdate{"Orders": {}, "orders": {MaxWorkers: new(2)}},
+			"chokaq: Queues = orders: is the same queue as Orders (queue names ignore case)"},
 		{"RescueAlone", processor.Config{}, zombie.Config{ScanInterval: time.Nanosecond}, nil, "zombie: ScanInterval = 1ns: must be between 100ms and 24h0m0s"},
 	}
 	for _, c := range cases {

@@ -208,6 +208,10 @@ func (c Config) validate() error {
 		}
 		return bad(key, err, "is not valid")
 	}
+	if err := jobs.DistinctQueueNames("queue", c.Queues); err != nil {
+		ve, _ := errors.AsType[*jobs.ValidationError](err)
+		return bad("Queues", ve.Value, ve.Rule)
+	}
 	// In the order of appsettings.yaml, so the first mistake in a file is
 	// the one reported.
 	for _, err := range []error{

@@ -856,3 +856,19 @@ func TestSQLServerRescuePhasesFromTwoProcessesDoNotDeadlock(t *testing.T) {
 		t.Fatalf("after the sweeps %d jobs are hot and %d dead-lettered (%v), want 0 and %d", hot, dead, err, n)
 	}
 }
+
+// TestSQLServerCheckSchemaRefusesACaseSensitiveDatabase: in a database
+// whose default collation is case-sensitive, the schema's name columns
+// compare "orders" and "Orders" as two queues, which no other store does:
+// CheckSchema refuses it and names the collation.
+func TestSQLServerCheckSchemaRefusesACaseSensitiveDatabase(t *testing.T) {
+	dsn, name := sqlservertest.NewDatabase(t, "ALTER DATABASE %s COLLATE Latin1_General_100_CS_AS")
+	s, err := Open(t.Context(), dsn, WithSchema(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CheckSchema(t.Context()); !errors.Is(err, ErrCaseSensitiveNames) || !strings.Contains(err.Error(), "Latin1_General_100_CS_AS") {
+		t.Fatalf("CheckSchema in a case-sensitive database: %v, want ErrCaseSensitiveNames naming the collation", err)
+	}
+}

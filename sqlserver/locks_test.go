@@ -14,6 +14,7 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
 )
 
 // The server-free checks of ADR 0016: each reads the statements as the
@@ -130,6 +131,38 @@ func TestStartsRecordTheHeartbeatMaximumAndPhase2HonoursIt(t *testing.T) {
 	}
 	if outer := q.rescueZombies[strings.Index(q.rescueZombies, ") AS x ON x.Id = h.Id"):]; !strings.Contains(outer, floor("h")) {
 		t.Errorf("rescueZombies: the outer table lacks the heartbeat floor %s", floor("h"))
+	}
+}
+
+// A list of queues sends each queue once as the server compares names,
+// ignoring case: QueueList's primary key refuses "orders" beside "Orders"
+// (error 2627), and a claim of both would take the queue twice.
+func TestQueueListsSendEachQueueOnceIgnoringCase(t *testing.T) {
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.QueueDepths(t.Context(), []string{"orders", "Orders", "mail", "ORDERS"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.Claim(t.Context(), jobs.ClaimParams{WorkerID: "w", Queues: []string{"Orders", "orders", "mail"}, Limit: 5})
+	claims := 0
+	for _, c := range rec.calls {
+		for _, a := range c.args {
+			if tvp, ok := a.Value.(mssql.TVP); ok && c.query == s.q.queueDepths {
+				if rows := tvp.Value.([]queueRow); len(rows) != 2 || rows[0].Name != "orders" || rows[1].Name != "mail" {
+					t.Errorf("QueueDepths sent %+v, want orders and mail once each", rows)
+				}
+			}
+			if a.Name == "queue" && c.query == s.q.claim {
+				claims++
+			}
+		}
+	}
+	if claims != 2 {
+		t.Errorf("Claim of Orders, orders and mail sent %d claims, want 2", claims)
 	}
 }
 
@@ -398,6 +431,37 @@ func TestCheckSchemaRefusesALowCompatibilityLevel(t *testing.T) {
 	rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(160), int64(12), int64(5)}}
 	if err := s.CheckSchema(t.Context()); errors.Is(err, ErrServerVersion) {
 		t.Fatalf("CheckSchema on Azure SQL: %v", err)
+	}
+}
+
+// CheckSchema refuses a schema whose queue or schedule name columns compare
+// case by case, naming the collation: every store compares those names
+// ignoring case.
+func TestCheckSchemaRefusesCaseSensitiveNameColumns(t *testing.T) {
+	for _, c := range []struct {
+		row  []driver.Value
+		want error
+	}{
+		{[]driver.Value{int64(5), "Latin1_General_100_CS_AS"}, ErrCaseSensitiveNames},
+		{[]driver.Value{int64(0), nil}, nil},
+	} {
+		rec := &recorder{}
+		s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(160), int64(16), int64(2)}, s.q.caseSensitiveNames: c.row}
+		rec.answer = func(q string) []driver.Value {
+			if strings.Contains(q, "[SchemaMigrations]") {
+				return []driver.Value{int64(schema.Latest()), false}
+			}
+			return nil
+		}
+		err = s.CheckSchema(t.Context())
+		if c.want == nil && err != nil || c.want != nil && (!errors.Is(err, c.want) || !strings.Contains(err.Error(), "Latin1_General_100_CS_AS")) {
+			t.Errorf("CheckSchema with %v case-sensitive name columns: %v, want %v naming the collation", c.row[0], err, c.want)
+		}
+		s.Close()
 	}
 }
 

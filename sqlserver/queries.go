@@ -1096,6 +1096,18 @@ DECLARE @n NVARCHAR(80) = @name;
 DELETE FROM {{s}}.Schedules WITH (ROWLOCK) WHERE Name = @n;
 SELECT @@ROWCOUNT;`
 
+// qCaseSensitiveNames counts the schema's name columns that compare case
+// by case: queue and schedule names compare ignoring case in every store
+// (jobs.QueueKey), which on SQL Server is what the column's collation does
+// (COLLATIONPROPERTY's ComparisonStyle has bit 1, "ignore case", set; 0
+// for binary and fully sensitive collations). The columns take the
+// database's default collation when the migrations create them.
+const qCaseSensitiveNames = `SELECT COUNT(*), MIN(c.collation_name)
+FROM sys.columns AS c
+WHERE ((c.object_id IN (OBJECT_ID(@hot), OBJECT_ID(@archive), OBJECT_ID(@dlq)) AND c.name = N'Queue')
+    OR (c.object_id IN (OBJECT_ID(@queues), OBJECT_ID(@schedules)) AND c.name = N'Name'))
+  AND CAST(ISNULL(COLLATIONPROPERTY(c.collation_name, 'ComparisonStyle'), 0) AS INT) & 1 = 0;`
+
 const qNow = `SELECT SYSUTCDATETIME();`
 
 // qAgeForTest moves every stored instant back by @byMs milliseconds: to every
@@ -1141,7 +1153,7 @@ type queries struct {
 	resurrect                                            string
 	purge, list, count                                   map[jobs.Table]string
 	getJob, queues, updateQueue, queueStats, now         string
-	queueDepths, serverLevel                             string
+	queueDepths, serverLevel, caseSensitiveNames         string
 	tableQueues                                          map[jobs.Table]string
 	syncSchedules, fireSchedule, schedules               string
 	pauseSchedule, deleteSchedule                        string
@@ -1190,38 +1202,39 @@ func render(name string) *queries {
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 	)
 	q := &queries{
-		enqueueKeyed:   r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
-		enqueueKeyedTx: r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
-		jobByKey:       r.Replace(qJobByKey),
-		adoptClaim:     r.Replace(qAdoptClaim),
-		serverLevel:    schema.ServerLevelQuery,
-		enqueueBatch:   r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
-		claim:          r.Replace(qClaim),
-		start:          r.Replace(qStart),
-		heartbeat:      r.Replace(qHeartbeat),
-		complete:       r.Replace(qComplete),
-		deadLetter:     r.Replace(qDeadLetter),
-		snooze:         r.Replace(qSnooze),
-		cancel:         r.Replace(qCancel),
-		transition:     r.Replace(qTransition),
-		release:        r.Replace(qRelease),
-		rescueFetched:  r.Replace(qRescueFetched),
-		rescueZombies:  r.Replace(qRescueZombies),
-		rescueExpired:  r.Replace(qRescueExpired),
-		resurrect:      r.Replace(qResurrect()),
-		getJob:         r.Replace(qGetJob),
-		queues:         r.Replace(qQueues),
-		updateQueue:    r.Replace(qUpdateQueue),
-		queueStats:     r.Replace(qQueueStats),
-		now:            qNow,
-		queueDepths:    r.Replace(qQueueDepths),
-		syncSchedules:  r.Replace(qSyncSchedules),
-		fireSchedule:   r.Replace(qFireSchedule),
-		schedules:      r.Replace(qSchedules),
-		pauseSchedule:  r.Replace(qPauseSchedule),
-		deleteSchedule: r.Replace(qDeleteSchedule),
-		finishedCounts: r.Replace(qFinishedCounts),
-		tableQueues:    map[jobs.Table]string{},
+		enqueueKeyed:       r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueKeyedTx:     r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
+		jobByKey:           r.Replace(qJobByKey),
+		adoptClaim:         r.Replace(qAdoptClaim),
+		serverLevel:        schema.ServerLevelQuery,
+		caseSensitiveNames: qCaseSensitiveNames,
+		enqueueBatch:       r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
+		claim:              r.Replace(qClaim),
+		start:              r.Replace(qStart),
+		heartbeat:          r.Replace(qHeartbeat),
+		complete:           r.Replace(qComplete),
+		deadLetter:         r.Replace(qDeadLetter),
+		snooze:             r.Replace(qSnooze),
+		cancel:             r.Replace(qCancel),
+		transition:         r.Replace(qTransition),
+		release:            r.Replace(qRelease),
+		rescueFetched:      r.Replace(qRescueFetched),
+		rescueZombies:      r.Replace(qRescueZombies),
+		rescueExpired:      r.Replace(qRescueExpired),
+		resurrect:          r.Replace(qResurrect()),
+		getJob:             r.Replace(qGetJob),
+		queues:             r.Replace(qQueues),
+		updateQueue:        r.Replace(qUpdateQueue),
+		queueStats:         r.Replace(qQueueStats),
+		now:                qNow,
+		queueDepths:        r.Replace(qQueueDepths),
+		syncSchedules:      r.Replace(qSyncSchedules),
+		fireSchedule:       r.Replace(qFireSchedule),
+		schedules:          r.Replace(qSchedules),
+		pauseSchedule:      r.Replace(qPauseSchedule),
+		deleteSchedule:     r.Replace(qDeleteSchedule),
+		finishedCounts:     r.Replace(qFinishedCounts),
+		tableQueues:        map[jobs.Table]string{},
 		trim: map[jobs.Table]string{
 			jobs.TableArchive: r.Replace(qTrim("JobsArchive", "IX_JobsArchive_Queue")),
 			jobs.TableDLQ:     r.Replace(qTrim("JobsDLQ", "IX_JobsDLQ_Queue")),

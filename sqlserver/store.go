@@ -179,7 +179,38 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if err := schema.CheckServerLevel(level, major, edition); err != nil {
 		return err
 	}
-	return schema.Check(ctx, s.db, s.schema)
+	if err := schema.Check(ctx, s.db, s.schema); err != nil {
+		return err
+	}
+	return s.checkNameCollation(ctx)
+}
+
+// ErrCaseSensitiveNames is wrapped by CheckSchema's error for a schema
+// whose queue or schedule name columns compare case by case.
+var ErrCaseSensitiveNames = errors.New("sqlserver: the schema's queue and schedule names compare case-sensitively")
+
+// checkNameCollation refuses name columns whose collation does not ignore
+// case: every store compares queue and schedule names ignoring case
+// (jobs.QueueKey), and SQL Server's statements compare them by collation,
+// so on a case-sensitive one "orders" and "Orders" would be two queues
+// here and one everywhere else.
+func (s *Store) checkNameCollation(ctx context.Context) error {
+	var n int64
+	var collation sql.NullString
+	table := func(t string) mssql.NVarCharMax { return text(s.schema + "." + t) }
+	err := s.do(ctx, "name collation", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.caseSensitiveNames, named("hot", table("JobsHot")), named("archive", table("JobsArchive")),
+			named("dlq", table("JobsDLQ")), named("queues", table("Queues")), named("schedules", table("Schedules"))).Scan(&n, &collation)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlserver: read the collation of the schema's name columns: %w", err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%w (collation %s): chokaq-go compares queue and schedule names ignoring case; "+
+			"use a database whose default collation ignores case (SQL Server's default, SQL_Latin1_General_CP1_CI_AS, does) and migrate the schema there",
+			ErrCaseSensitiveNames, collation.String)
+	}
+	return nil
 }
 
 // querier is what a statement needs: the pool or a caller's transaction.
@@ -419,10 +450,10 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 		if len(out) >= p.Limit {
 			break
 		}
-		if seen[queue] {
-			continue
+		if seen[jobs.QueueKey(queue)] {
+			continue // the same queue: names compare ignoring case
 		}
-		seen[queue] = true
+		seen[jobs.QueueKey(queue)] = true
 		var got []*jobs.Job
 		claimID := s.newClaimID()
 		attempt := 0
@@ -1066,10 +1097,13 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 // queueRow is one row of the QueueList table type.
 type queueRow struct{ Name string }
 
-// queueTVP dedupes names (the table type has a primary key).
+// queueTVP dedupes names as the type's primary key compares them, by the
+// database's collation, which ignores case (CheckSchema checks it): a key
+// that only compared bytes sent "orders" and "Orders" both, and the
+// server refused the list with error 2627. The first spelling stays.
 func (s *Store) queueTVP(queues []string) mssql.TVP {
 	rows := make([]queueRow, 0, len(queues))
-	for _, q := range slices.Compact(slices.Sorted(slices.Values(queues))) {
+	for _, q := range jobs.UniqueQueues(queues) {
 		rows = append(rows, queueRow{Name: q})
 	}
 	return mssql.TVP{TypeName: s.schema + ".QueueList", Value: rows}

@@ -47,6 +47,7 @@ var transitionGroups = []group{
 	{"Rescue", rescueCases},
 	{"Operator", append(operatorCases, statsCapCase)},
 	{"Depth", depthCases},
+	{"QueueNames", queueNameCases},
 }
 
 // Run runs every case of the contract as a subtest, each on a fresh store:
@@ -94,7 +95,7 @@ func runGroups(t *testing.T, groups []group, newHarness Factory) {
 // CaseCount reports how many cases Run runs (subtests of table cases not
 // counted), so a store's test can assert it ran the whole contract.
 func CaseCount() int {
-	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(batchCases) + len(cancelCases) + len(scheduleCases) + len(retentionCases) + len(finishedCases) + len(rescueCases) + len(operatorCases) + 1 + len(depthCases) + len(invariantCases)
+	return len(enqueueCases) + len(claimCases) + len(workerCases) + len(batchCases) + len(cancelCases) + len(scheduleCases) + len(retentionCases) + len(finishedCases) + len(rescueCases) + len(operatorCases) + 1 + len(depthCases) + len(queueNameCases) + len(invariantCases)
 }
 
 const (
