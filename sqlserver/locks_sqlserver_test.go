@@ -586,6 +586,21 @@ func TestSQLServerLeastPrivilegeLogin(t *testing.T) {
 	appDSN := sqlservertest.NewRoleLogin(t, dsn, name+"_app")
 	s := openOn(t, appDSN, name)
 	storetest.RunTransitions(t, harnessOn(s))
+
+	// The role reads the migrations table (CheckSchema did, above) and
+	// cannot write it: error 229, permission denied.
+	ctx := t.Context()
+	table := schema.Quote(name) + "." + schema.Quote(schema.MigrationsTable)
+	for _, write := range []string{
+		"UPDATE " + table + " SET dirty = 1;",
+		"DELETE FROM " + table + ";",
+		"INSERT INTO " + table + " (version, dirty) VALUES (999, 0);",
+	} {
+		_, err := s.db.ExecContext(ctx, write)
+		if me, ok := errors.AsType[mssql.Error](err); !ok || me.Number != 229 {
+			t.Errorf("the application role ran %q: %v, want error 229 (permission denied)", write, err)
+		}
+	}
 }
 
 // TestSQLServerCapSetWhileClaimersRun: eight claimers take jobs of a queue
@@ -870,5 +885,60 @@ func TestSQLServerCheckSchemaRefusesACaseSensitiveDatabase(t *testing.T) {
 	defer s.Close()
 	if err := s.CheckSchema(t.Context()); !errors.Is(err, ErrCaseSensitiveNames) || !strings.Contains(err.Error(), "Latin1_General_100_CS_AS") {
 		t.Fatalf("CheckSchema in a case-sensitive database: %v, want ErrCaseSensitiveNames naming the collation", err)
+	}
+}
+
+// TestSQLServerPurgeBatchesReadWhatTheyDelete: a purge by age of 20,000
+// archived jobs in batches of 1,000, each starting after the last job the
+// batch before deleted: the last batch reads about as many pages as the
+// first, not the ghost records the 19,000 deletes before it left. The
+// reads are logged for ADR 0016.
+func TestSQLServerPurgeBatchesReadWhatTheyDelete(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	fill := fmt.Sprintf(`WITH n AS (SELECT TOP (20000) ROW_NUMBER() OVER (ORDER BY (SELECT NULL)) AS i FROM sys.all_columns a CROSS JOIN sys.all_columns b)
+INSERT INTO %[1]s.JobsArchive (Id, Queue, Type, Payload, Priority, MaxAttempts, AttemptCount, CreatedAtUtc, ScheduledAtUtc, RunLease, FinishedAtUtc)
+SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 3), N't', 0x7B7D, 0, 1, 1, SYSUTCDATETIME(), SYSUTCDATETIME(), 1,
+    DATEADD(SECOND, -CAST(i AS INT), DATEADD(DAY, -8, SYSUTCDATETIME())) FROM n;`, schema.Quote(s.Schema()))
+	if _, err := s.db.ExecContext(ctx, fill); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	asOf, err := s.Now(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := s.filterArgs(jobs.Filter{OlderThan: 7 * 24 * time.Hour}, &asOf)
+	var perBatch []int64
+	var after jobs.TrimKey
+	total := 0
+	for {
+		before := logicalReads(t, conn)
+		var n int64
+		var last sql.NullTime
+		var lastID sql.NullInt64
+		err := conn.QueryRowContext(ctx, s.q.purge[jobs.TableArchive], append(args, named("limit", int64(1000)),
+			named("hasAfter", flag(after.ID != 0)), named("afterUtc", instant(after.FinishedAt)), named("afterId", after.ID))...).
+			Scan(&n, &last, &lastID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		perBatch = append(perBatch, logicalReads(t, conn)-before)
+		total += int(n)
+		if n < 1000 {
+			break
+		}
+		after = jobs.TrimKey{FinishedAt: last.Time, ID: lastID.Int64}
+	}
+	t.Logf("purge by age of 20,000 archived jobs in batches of 1,000: %d deleted, logical reads per batch %v", total, perBatch)
+	if total != 20000 {
+		t.Fatalf("purged %d jobs, want 20,000", total)
+	}
+	if first, last := perBatch[0], perBatch[len(perBatch)-2]; last > 3*first+100 {
+		t.Fatalf("the 20th batch read %d pages, the first %d: the batches re-read what the earlier ones deleted", last, first)
 	}
 }

@@ -5,12 +5,15 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-sql/civil"
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -264,6 +267,66 @@ func TestPurgeAndResurrectStartAtTheOldEnd(t *testing.T) {
 		if strings.Contains(cand, "UPDLOCK") || strings.Contains(cand, "t.Id DESC") {
 			t.Errorf("%s: no update locks, no backwards scan:\n%s", name, cand)
 		}
+	}
+}
+
+// A purge's batches each start after the last job the batch before
+// deleted, on the finish-time order the candidate walks, so that no batch
+// reads again the ghost records the ones before it left (as the retention
+// loop's trim does); the first starts at the old end.
+func TestPurgeContinuesAfterTheLastJobItDeleted(t *testing.T) {
+	q := render("my_schema")
+	for tb, stmt := range q.purge {
+		cand := derived(t, "purge."+tb.String(), stmt)
+		if !strings.Contains(cand, "AND (@hasAfter = 0 OR (t.FinishedAtUtc >= @afterUtc AND (t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)))\n    ORDER BY t.FinishedAtUtc, t.Id") {
+			t.Errorf("purge.%s: the candidate does not continue after the last deleted key:\n%s", tb, cand)
+		}
+	}
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.bulkBatch = 2
+	first := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	answers := [][]driver.Value{{int64(2), first, int64(7)}, {int64(2), first.Add(time.Second), int64(9)}, {int64(1), first.Add(2 * time.Second), int64(12)}}
+	step := 0
+	rec.answer = func(query string) []driver.Value {
+		switch query {
+		case s.q.now:
+			return []driver.Value{time.Now()}
+		case s.q.purge[jobs.TableArchive]:
+			step++
+			return answers[step-1]
+		}
+		return nil
+	}
+	n, err := s.Purge(t.Context(), jobs.PurgeParams{Table: jobs.TableArchive, Filter: jobs.Filter{OlderThan: time.Hour}})
+	if err != nil || n != 5 {
+		t.Fatalf("Purge = %d, %v; want 5 over three batches", n, err)
+	}
+	var afters []string
+	for _, c := range rec.calls {
+		if c.query != s.q.purge[jobs.TableArchive] {
+			continue
+		}
+		var has, id int64
+		var at civil.DateTime
+		for _, a := range c.args {
+			switch a.Name {
+			case "hasAfter":
+				has = a.Value.(int64)
+			case "afterId":
+				id = a.Value.(int64)
+			case "afterUtc":
+				at = a.Value.(civil.DateTime)
+			}
+		}
+		afters = append(afters, fmt.Sprintf("%d %s %d", has, at.Time.String(), id))
+	}
+	if want := []string{"0 00:00:00 0", "1 03:04:05 7", "1 03:04:06 9"}; !slices.Equal(afters, want) {
+		t.Fatalf("batches started after %q, want %q", afters, want)
 	}
 }
 

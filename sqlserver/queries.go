@@ -249,6 +249,21 @@ const queueLock = `N'chokaq:{{name}}:queue:' + UPPER(@q)`
 // still waiting for its queue lock) instead of missing its rows.
 const claimLock = `N'chokaq:{{name}}:claim:' + CONVERT(NVARCHAR(20), @claimId)`
 
+// outerHints are the hints of the outer table of a statement that picks a
+// batch: the base table the candidate derived table (x) joins on its
+// clustered key. READPAST, ROWLOCK, READCOMMITTEDLOCK as ADR 0016 says;
+// INDEX and FORCESEEK make the join one clustered-key seek per candidate
+// row whatever the optimizer estimates for x: without them it may scan the
+// table, or seek a range of another index the outer WHERE also fits (the
+// claim's IX_JobsHot_Claim, the queue's whole backlog) and hash-join it.
+func outerHints(table string) string {
+	return "INDEX (PK_" + table + "), FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK"
+}
+
+// outerHotHints are outerHints of JobsHot, a constant for the statements
+// that are constants.
+const outerHotHints = "INDEX (PK_JobsHot), FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK"
+
 // Application lock names compare byte for byte, while schema and queue
 // names compare by the database's collation: {{name}} is the schema name
 // in upper case (render), and queue names go through UPPER, so names SQL
@@ -296,7 +311,7 @@ BEGIN
     UPDATE h
     SET Status = 1, WorkerId = @w, RunLease = h.RunLease + 1, LastUpdatedUtc = @now, ClaimId = @claimId
     OUTPUT ` + "{{hotInserted}}" + ` INTO @claimed
-    FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
     INNER JOIN (
         SELECT TOP (@n) c.Id
         FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -561,7 +576,7 @@ DECLARE @cutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 UPDATE h
 SET Status = 0, WorkerId = NULL, ClaimId = NULL, LastUpdatedUtc = @now
 OUTPUT ` + rescuedOutput + `, deleted.LastUpdatedUtc, CAST(NULL AS INT), @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
     FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -647,7 +662,7 @@ OUTPUT ` + dlqFromDeleted + `, 2,
         + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
     FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -678,7 +693,7 @@ OUTPUT ` + dlqFromDeleted + `, ` + cancelledReason + `,
     ` + cancelDetails(deadlineText) + `
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, ` + cancelledReason + `, @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
     FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -767,27 +782,42 @@ OPTION (RECOMPILE);`
 }
 
 // qPurge deletes one bounded batch of archived or dead-lettered jobs,
-// oldest first: the candidate walks the finish-time index from its old end,
-// so a purge by age reads about as many rows as it deletes. It takes no
-// UPDLOCK: nothing updates an archived or dead-lettered row, and the locks
-// of rows read but not deleted (a queue or text filter the index does not
-// cover) would otherwise pile up towards escalation. READPAST on both sides
-// leaves rows another statement holds to a later batch.
+// oldest first, after the last job the batch before deleted (@afterUtc,
+// @afterId; @hasAfter 0 for the first): the candidate walks the
+// finish-time index from there, so a purge by age reads about as many rows
+// as it deletes. Starting every batch at the old end instead would read
+// again, at every batch, the ghost records of every row the batches before
+// it deleted, until the ghost cleanup task removes them (qTrim does the
+// same for the retention loop). It takes no UPDLOCK: nothing updates an
+// archived or dead-lettered row, and the locks of rows read but not deleted
+// (a queue or text filter the index does not cover) would otherwise pile
+// up towards escalation. READPAST on both sides leaves rows another
+// statement holds to a later purge. It returns how many it deleted and the
+// last of them.
 func (t tableSQL) qPurge() string {
 	return `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 ` + filterPrologue + `
+DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL);
 DELETE d
-FROM {{s}}.` + t.name + ` AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+OUTPUT deleted.FinishedAtUtc, deleted.Id INTO @gone
+FROM {{s}}.` + t.name + ` AS d WITH (` + outerHints(t.name) + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
     FROM {{s}}.` + t.name + ` AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
     ` + t.where("t") + `
+      AND (@hasAfter = 0 OR (t.FinishedAtUtc >= @afterUtc AND (t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)))
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id
 OPTION (RECOMPILE);
-SELECT @@ROWCOUNT;`
+` + lastGone
 }
+
+// lastGone reports a purge or trim step: how many rows @gone holds and the
+// last of them in (FinishedAtUtc, Id) order, NULLs when it is empty.
+const lastGone = `SELECT (SELECT COUNT(*) FROM @gone), g.FinishedAtUtc, g.Id
+FROM (SELECT 1 AS one) AS o
+LEFT JOIN (SELECT TOP (1) FinishedAtUtc, Id FROM @gone ORDER BY FinishedAtUtc DESC, Id DESC) AS g ON 1 = 1;`
 
 // qResurrect moves one bounded batch of dead letters back to Pending in one
 // transaction, oldest first: out of the DLQ into a table variable, then
@@ -814,7 +844,7 @@ DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails
 INTO @moved
-FROM {{s}}.JobsDLQ AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsDLQ AS d WITH (` + outerHints("JobsDLQ") + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
     FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -986,7 +1016,7 @@ DECLARE @from DATETIME2(7) = CASE WHEN @hasAfter = 1 THEN @afterUtc ELSE CAST('0
 DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL);
 DELETE d
 OUTPUT deleted.FinishedAtUtc, deleted.Id INTO @gone
-FROM {{s}}.` + table + ` AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.` + table + ` AS d WITH (` + outerHints(table) + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
     FROM {{s}}.` + table + ` AS t WITH (INDEX (` + index + `), FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -994,9 +1024,7 @@ INNER JOIN (
       AND (@hasAfter = 0 OR t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id;
-SELECT (SELECT COUNT(*) FROM @gone), g.FinishedAtUtc, g.Id
-FROM (SELECT 1 AS one) AS o
-LEFT JOIN (SELECT TOP (1) FinishedAtUtc, Id FROM @gone ORDER BY FinishedAtUtc DESC, Id DESC) AS g ON 1 = 1;`
+` + lastGone
 }
 
 // finishedCounts counts the jobs of both finished tables by queue and

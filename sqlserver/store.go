@@ -893,7 +893,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	if p.Payload != nil && len(p.Payload) > s.limits.MaxPayload() {
 		return 0, &jobs.ValidationError{Field: "payload", Value: p.Payload, Rule: fmt.Sprintf("must be at most %d bytes", s.limits.MaxPayload())}
 	}
-	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, 0, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
+	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
 }
 
 // Purge implements jobs.Store, in bounded batches.
@@ -904,13 +904,49 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	if err := jobs.CheckBulk(p.Table, p.Filter, p.All); err != nil {
 		return 0, err
 	}
-	return s.bulk(ctx, "purge "+p.Table.String(), s.q.purge[p.Table], p.Filter, p.Limit)
+	return s.purge(ctx, p)
+}
+
+// purge repeats qPurge until a short batch (or p.Limit), each batch
+// starting after the last job the one before deleted. As bulk, only jobs
+// that finished before the purge began are touched.
+func (s *Store) purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
+	op := "purge " + p.Table.String()
+	asOf, err := s.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	args := s.filterArgs(p.Filter, &asOf)
+	total := 0
+	var after jobs.TrimKey
+	for {
+		batch := s.bulkBatch
+		if p.Limit > 0 {
+			batch = min(batch, p.Limit-total)
+		}
+		var n int64
+		var last sql.NullTime
+		var lastID sql.NullInt64
+		err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
+			return s.db.QueryRowContext(ctx, s.q.purge[p.Table], append(args, named("limit", int64(batch)),
+				named("hasAfter", flag(after.ID != 0)), named("afterUtc", instant(after.FinishedAt)), named("afterId", after.ID))...).
+				Scan(&n, &last, &lastID)
+		})
+		if err != nil {
+			return total, fmt.Errorf("sqlserver: %s stopped after %d jobs: %w", op, total, err)
+		}
+		total += int(n)
+		if int(n) < batch || (p.Limit > 0 && total >= p.Limit) || !last.Valid || !lastID.Valid {
+			return total, nil
+		}
+		after = jobs.TrimKey{FinishedAt: last.Time.UTC(), ID: lastID.Int64}
+	}
 }
 
 // bulk repeats a batch statement until a short batch. Only rows that existed
 // when the operation began are touched (asOf), so a job that fails again
 // while a resurrect runs is not picked up a second time.
-func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, most int, extra ...any) (int, error) {
+func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, extra ...any) (int, error) {
 	asOf, err := s.Now(ctx)
 	if err != nil {
 		return 0, err
@@ -919,9 +955,6 @@ func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, most i
 	total := 0
 	for {
 		batch := s.bulkBatch
-		if most > 0 {
-			batch = min(batch, most-total)
-		}
 		var n int64
 		err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
 			err := s.db.QueryRowContext(ctx, stmt, append(args, named("limit", int64(batch)))...).Scan(&n)
@@ -937,7 +970,7 @@ func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, most i
 			return total, fmt.Errorf("sqlserver: %s stopped after %d jobs: %w", op, total, err)
 		}
 		total += int(n)
-		if int(n) < batch || (most > 0 && total >= most) {
+		if int(n) < batch {
 			return total, nil
 		}
 	}

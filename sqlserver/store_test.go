@@ -310,7 +310,7 @@ func renderedStatements() map[string]string {
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
 		"updateQueue": q.updateQueue, "queueStats": q.queueStats, "ageForTest": q.ageForTest, "queueDepths": q.queueDepths,
 	}
-	for tb, m := range map[string]map[jobs.Table]string{"list": q.list, "count": q.count, "purge": q.purge} {
+	for tb, m := range map[string]map[jobs.Table]string{"list": q.list, "count": q.count, "purge": q.purge, "trim": q.trim} {
 		for table, stmt := range m {
 			all[tb+"."+table.String()] = stmt
 		}
@@ -344,17 +344,24 @@ func TestRenderedStatements(t *testing.T) {
 		if !strings.Contains(all[name], "AS c WITH ("+candidate+")") && !strings.Contains(all[name], "AS t WITH ("+candidate+")") {
 			t.Errorf("%s: the candidate must be read WITH (%s)", name, candidate)
 		}
-		if !regexp.MustCompile(`AS [hd] WITH \(` + skip + `\)`).MatchString(all[name]) {
-			t.Errorf("%s: the outer table must be read WITH (%s)", name, skip)
-		}
 		if !strings.Contains(all[name], "SELECT TOP (@") {
 			t.Errorf("%s: batch selection must be bounded by TOP", name)
+		}
+	}
+	// Its outer table is the candidate's rows, one seek of the clustered
+	// key each: INDEX and FORCESEEK, so that no estimate turns the join
+	// into a scan or a range of another index.
+	outer := regexp.MustCompile(`AS [hd] WITH \(INDEX \(PK_(Jobs\w+)\), FORCESEEK, ` + skip + `\)\s+INNER JOIN \(`)
+	for _, name := range []string{"claim", "rescueFetched", "rescueZombies", "rescueExpired", "resurrect", "purge.dlq", "purge.archive", "trim.archive", "trim.dlq"} {
+		m := outer.FindStringSubmatch(all[name])
+		if m == nil || !strings.Contains(all[name], "[my_schema]."+m[1]+" AS ") {
+			t.Errorf("%s: the outer table must be read WITH (INDEX (PK_<its table>), FORCESEEK, %s)", name, skip)
 		}
 	}
 	// READPAST without READCOMMITTEDLOCK reads row versions under
 	// READ_COMMITTED_SNAPSHOT; READPAST in a caller's SNAPSHOT transaction
 	// fails with error 650 (ADR 0016).
-	readpast := regexp.MustCompile(`WITH \(([^)]*READPAST[^)]*)\)`)
+	readpast := regexp.MustCompile(`WITH \(((?:[^()]|\([^()]*\))*READPAST(?:[^()]|\([^()]*\))*)\)`)
 	for name, stmt := range all {
 		for _, m := range readpast.FindAllStringSubmatch(stmt, -1) {
 			if !strings.Contains(m[1], "READCOMMITTEDLOCK") {
