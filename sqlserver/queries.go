@@ -441,8 +441,10 @@ SELECT @@ROWCOUNT;`
 // statement matches it, so a stale ref matches nothing and changes nothing
 // while the others go through. The parameters have a primary key (Id,
 // Lease), so a target row meets one parameter row at most; FORCESEEK makes
-// each a seek of the clustered key, taken in the parameter's key order, the
-// order every batch statement of a worker locks its rows in. Every row
+// each a seek of the clustered key. No statement promises the order it
+// locks those rows in, whatever the parameter's key order: two lists that
+// share two rows (through stale refs, or a cancel) can deadlock, and the
+// victim's 1205 is retried (ADR 0016, Lists). Every row
 // returned names its list (Kind 1 to 4) and the ref it moved; the store
 // reports the others lost. The statements commit one by one, as the
 // one-job calls do: after an error the caller knows nothing of any job and
