@@ -297,17 +297,7 @@ func TestSQLServerRescueLockFootprintWithManyRunning(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer tx.Rollback()
-				rows, err := tx.QueryContext(ctx, stmt, named("limit", int64(500)), named("timeoutMs", time.Hour.Milliseconds()),
-					named("lockTimeoutMs", s.lockTimeoutMs()))
-				if err != nil {
-					t.Fatal(err)
-				}
-				moved := 0
-				for rows.Next() {
-					moved++
-				}
-				rows.Close()
-				if moved != 0 {
+				if moved := rescueInTx(t, s, tx, stmt, 500, time.Hour); moved != 0 {
 					t.Fatalf("moved %d live jobs", moved)
 				}
 				keys := 0

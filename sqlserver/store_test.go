@@ -187,20 +187,7 @@ func TestRescueLockFootprint(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer tx.Rollback()
-		rows, err := tx.QueryContext(ctx, s.q.rescueZombies, named("limit", int64(batch)), named("timeoutMs", int64(1)),
-			named("lockTimeoutMs", s.lockTimeoutMs()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		moved := 0
-		for rows.Next() {
-			moved++
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows.Close()
-		if moved != batch {
+		if moved := rescueInTx(t, s, tx, s.q.rescueZombies, batch, time.Millisecond); moved != batch {
 			t.Fatalf("rescued %d rows, want one batch of %d", moved, batch)
 		}
 		total := 0
@@ -217,6 +204,26 @@ func TestRescueLockFootprint(t *testing.T) {
 			t.Fatalf("one rescue batch holds %d locks, want well under the 5,000 escalation threshold", total)
 		}
 	})
+}
+
+// rescueInTx runs one batch of a rescue phase's statement inside tx, whose
+// locks the caller then reads, and returns how many jobs it moved.
+func rescueInTx(t *testing.T, s *Store, tx *sql.Tx, stmt string, limit int, timeout time.Duration) int {
+	t.Helper()
+	rows, err := tx.QueryContext(t.Context(), stmt, named("limit", int64(limit)), named("timeoutMs", timeout.Milliseconds()),
+		named("lockTimeoutMs", s.lockTimeoutMs()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	moved := 0
+	for rows.Next() {
+		moved++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return moved
 }
 
 // TestEnqueueTx shows that a job enqueued in a caller's transaction exists
