@@ -75,8 +75,14 @@ func (c *Client) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
 	return c.store.Queues(ctx)
 }
 
-// UpdateQueue changes a queue's settings, creating its row if needed.
+// UpdateQueue changes a queue's settings, creating its row if needed. It
+// applies at once to every process: a zombie timeout must be 0 or more
+// than 36s (jobs.QueueUpdate.ValidateAtRunTime), since rescue waits at
+// least 3 x each job's own heartbeat maximum anyway.
 func (c *Client) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate) (jobs.QueueSettings, error) {
+	if err := u.ValidateAtRunTime(); err != nil {
+		return jobs.QueueSettings{}, err
+	}
 	return c.store.UpdateQueue(ctx, name, u)
 }
 

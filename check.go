@@ -24,6 +24,8 @@ import (
 //     global one and for every queue's own (queues may be nil): a live job
 //     misses a beat or two under load, and rescue must not dead-letter it
 //     for that;
+//   - no two queue names (the processor's, the queues') are equal ignoring
+//     case, which is how stores compare them;
 //   - the processor's ReleaseAfter is at most half of FetchedJobTimeout:
 //     a job waiting in a live worker's buffer is released by the worker
 //     before rescue phase 1 would take it back.
@@ -49,6 +51,12 @@ func CheckConfig(p processor.Config, r zombie.Config, queues map[string]jobs.Que
 			Rule: fmt.Sprintf("must be more than 3 x {processor.HeartbeatIntervalMax} (3 x %v = %v), or live jobs are rescued", hbMax, 3*hbMax),
 			Other: &jobs.SettingError{Component: "processor", Key: "HeartbeatIntervalMax", Value: hbMax,
 				Rule: fmt.Sprintf("must be less than a third of {zombie.ProcessingZombieTimeout} (%v), or live jobs are rescued", zombieTimeout)}}
+	}
+	// Stores compare queue names ignoring case: two keys that differ only
+	// in case would be two settings of one queue, the last one winning.
+	if err := jobs.DistinctQueueNames("queue", slices.Sorted(maps.Keys(queues))); err != nil {
+		ve, _ := errors.AsType[*jobs.ValidationError](err)
+		return &jobs.SettingError{Component: "chokaq", Key: "Queues", Value: ve.Value, Rule: ve.Rule}
 	}
 	for _, name := range slices.Sorted(maps.Keys(queues)) {
 		q := queues[name].ZombieTimeout

@@ -300,12 +300,8 @@ func (c *Client) depthQueues(pc processor.Config) []string {
 	if len(qs) == 0 && !c.cfg.DisableProcessor {
 		qs = []string{jobs.DefaultQueue}
 	}
-	for _, q := range slices.Sorted(maps.Keys(c.cfg.Queues)) {
-		if !slices.Contains(qs, q) {
-			qs = append(qs, q)
-		}
-	}
-	return qs
+	qs = append(qs, slices.Sorted(maps.Keys(c.cfg.Queues))...)
+	return jobs.UniqueQueues(qs) // "mail" in Queues and "Mail" in the settings are one queue
 }
 
 // Start checks the schema (SQL Server), writes queue settings, then starts

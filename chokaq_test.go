@@ -42,6 +42,29 @@ func TestClientWritesQueueSettingsAtStart(t *testing.T) {
 	}
 }
 
+// Client.UpdateQueue applies at once to every process, whose heartbeats it
+// cannot know: a zombie timeout of 3 default heartbeat maxima or less is
+// refused with the rule, and changes nothing.
+func TestClientUpdateQueueRefusesAZombieTimeoutBelowThreeDefaultHeartbeats(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	c, err := chokaq.New(ctx, chokaq.Config{Store: store, DisableProcessor: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oneSecond, fine := time.Second, time.Minute
+	_, err = c.UpdateQueue(ctx, "mail", jobs.QueueUpdate{ZombieTimeout: &oneSecond})
+	if !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), "zombie_timeout 1s: must be more than 36s") {
+		t.Fatalf("UpdateQueue with a 1s zombie timeout: %v", err)
+	}
+	if qs, _ := store.Queues(ctx); len(qs) != 0 {
+		t.Fatalf("the refused update wrote %+v", qs)
+	}
+	if s, err := c.UpdateQueue(ctx, "mail", jobs.QueueUpdate{ZombieTimeout: &fine}); err != nil || s.ZombieTimeout != time.Minute {
+		t.Fatalf("UpdateQueue with a 1m zombie timeout: %+v, %v", s, err)
+	}
+}
+
 func TestClientRefusesWhatItsStoreCannotDo(t *testing.T) {
 	ctx := context.Background()
 	if _, err := chokaq.New(ctx, chokaq.Config{}, processor.NewRegistry()); !errors.Is(err, chokaq.ErrNoStore) {
@@ -135,6 +158,8 @@ func TestCheckConfig(t *testing.T) {
 		{"BufferOutlivesHalfTheFetchedTimeout", processor.Config{ReleaseAfter: 6 * time.Minute}, zombie.Config{}, nil,
 			"processor: ReleaseAfter = 6m0s: must be at most half of zombie.FetchedJobTimeout (10m0s)"},
 		{"ProcessorAlone", processor.Config{Concurrency: -1}, zombie.Config{}, nil, "processor: Concurrency = -1"},
+		{"QueuesThatDifferOnlyInCase", processor.Config{}, zombie.Config{}, map[string]jobs.QueueUpdate{"Orders": {}, "orders": {MaxWorkers: new(2)}},
+			"chokaq: Queues = orders: is the same queue as Orders (queue names ignore case)"},
 		{"RescueAlone", processor.Config{}, zombie.Config{ScanInterval: time.Nanosecond}, nil, "zombie: ScanInterval = 1ns: must be between 100ms and 24h0m0s"},
 	}
 	for _, c := range cases {

@@ -37,6 +37,8 @@ func TestValidationRules(t *testing.T) {
 			`ChokaQ.Queues = default,bad name (override): queue "bad name" may contain only ASCII letters, digits, '_', '-', '.' and ':'`},
 		{"Queues empty name", map[string]string{"Queues": "default,"},
 			`ChokaQ.Queues = default, (override): queue "" must not be empty`},
+		{"Queues that differ only in case", map[string]string{"Queues": "orders,Orders"},
+			"ChokaQ.Queues = orders,Orders (override): is the same queue as orders (queue names ignore case)"},
 		{"Concurrency", map[string]string{"Execution.Concurrency": "0"},
 			"ChokaQ.Execution.Concurrency = 0 (override): must be between 1 and 10000"},
 		{"Concurrency huge", map[string]string{"Execution.Concurrency": "99999999999"},

@@ -445,7 +445,9 @@ func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 		}
 		*t.into = &v
 	}
-	if err := u.Validate(); err != nil {
+	// Processes are running: a zombie timeout none of them with default
+	// heartbeats could honour is refused (jobs.QueueUpdate.ValidateAtRunTime).
+	if err := u.ValidateAtRunTime(); err != nil {
 		d.failErr(w, r, explainRetention(err, r.PostForm))
 		return
 	}

@@ -461,6 +461,8 @@ func TestQueueActions(t *testing.T) {
 		{"/queues/mail/settings", urlValues("max_workers", "many"), "max workers"},
 		{"/queues/mail/settings", urlValues("max_workers", "100001"), "max_workers"},
 		{"/queues/mail/settings", urlValues("zombie_timeout", "1.5s"), "zombie timeout"},
+		// Shorter than 3 default heartbeats: rescue would not honour it.
+		{"/queues/mail/settings", urlValues("zombie_timeout", "1s"), "must be more than 36s"},
 		{"/queues/mail/settings", urlValues("execution_timeout", "forever"), "execution timeout"},
 		{"/queues/mail/settings", urlValues("execution_timeout", "9999h"), "execution timeout"},
 		{"/queues/bad%20name/pause", nil, "queue"},

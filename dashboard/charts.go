@@ -173,13 +173,14 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 	d.lags.sparklines(&c)
 	data := queueData{Name: name, Settings: jobs.QueueSettings{Name: name}}
 	found := false
+	// Stores compare queue names ignoring case (jobs.QueueKey).
 	for _, q := range c.Queues {
-		if q.Queue == name {
+		if jobs.QueueKey(q.Queue) == jobs.QueueKey(name) {
 			data.Counts, found = q, true
 		}
 	}
 	for _, s := range settings {
-		if s.Name == name {
+		if jobs.QueueKey(s.Name) == jobs.QueueKey(name) {
 			data.Settings, found = s, true
 		}
 	}

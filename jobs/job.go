@@ -152,7 +152,12 @@ type Job struct {
 	StartedAt     time.Time
 	HeartbeatAt   time.Time
 	DeadlineAt    time.Time
-	LastError     string
+	// HeartbeatMax is the heartbeat maximum the job's worker declared when
+	// it started it (StartParams.HeartbeatMax; hot Processing jobs only,
+	// zero when none was recorded): rescue phase 2 leaves the job alone for
+	// at least MissedBeats x it (ZombieTimeout).
+	HeartbeatMax time.Duration
+	LastError    string
 
 	FinishedAt    time.Time     // archive: completed; DLQ: dead-lettered
 	Duration      time.Duration // archive only: StartedAt to completion
@@ -260,6 +265,7 @@ func (u QueueUpdate) Validate() error {
 	if err := checkQueueTimeout("zombie_timeout", u.ZombieTimeout, "use the rescue loop's ProcessingZombieTimeout"); err != nil {
 		return err
 	}
+
 	if err := checkQueueTimeout("execution_timeout", u.ExecutionTimeout, "use the processor's DefaultTimeout"); err != nil {
 		return err
 	}
@@ -267,6 +273,27 @@ func (u QueueUpdate) Validate() error {
 		return err
 	}
 	return checkQueueRetention("dead_letter_retention", u.DeadLetterRetention)
+}
+
+// ValidateAtRunTime checks a queue update an operator makes while
+// processes run (Client.UpdateQueue, the dashboard's Queues form, chokaq
+// queues set): Validate, and a zombie timeout of 0 or more than
+// MinQueueZombieTimeout. The operator cannot know every process's heartbeat
+// maximum; rescue never dead-letters a job before MissedBeats x its own
+// (ZombieTimeout), so a shorter timeout would not do what it says for a
+// processor with default heartbeats, and is refused rather than quietly
+// cut short. A process's configured queues are checked against that
+// process's own heartbeat maximum instead (chokaq.CheckConfig).
+func (u QueueUpdate) ValidateAtRunTime() error {
+	if err := u.Validate(); err != nil {
+		return err
+	}
+	if d := u.ZombieTimeout; d != nil && *d != 0 && *d <= MinQueueZombieTimeout {
+		return &ValidationError{Field: "zombie_timeout", Value: *d, Rule: "must be more than " + MinQueueZombieTimeout.String() +
+			" (3 x the default heartbeat maximum of 12s), or 0 to use the rescue loop's ProcessingZombieTimeout: " +
+			"rescue waits 3 x each job's own heartbeat maximum anyway, so a shorter timeout would not apply to processors with default heartbeats"}
+	}
+	return nil
 }
 
 func checkQueueRetention(field string, d *time.Duration) error {

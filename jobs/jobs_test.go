@@ -189,6 +189,48 @@ func TestQueueUpdateTimeouts(t *testing.T) {
 	}
 }
 
+// A queue's zombie timeout set at run time (the dashboard, Client.UpdateQueue,
+// chokaq queues set) must exceed 3 x the default heartbeat maximum, as
+// chokaq.New requires of a configured one: a 1s timeout would dead-letter a
+// healthy job of a processor with default heartbeats if rescue applied it.
+func TestQueueZombieTimeoutBelowThreeDefaultHeartbeatsIsRefused(t *testing.T) {
+	d := func(x time.Duration) *time.Duration { return &x }
+	for _, bad := range []time.Duration{time.Second, 30 * time.Second, MinQueueZombieTimeout} {
+		if err := (QueueUpdate{ZombieTimeout: d(bad)}).Validate(); err != nil {
+			t.Errorf("Validate refuses zombie timeout %v: %v; a store takes it (a configured process checks its own heartbeats)", bad, err)
+		}
+		err := QueueUpdate{ZombieTimeout: d(bad)}.ValidateAtRunTime()
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "zombie_timeout "+bad.String()+": must be more than 36s") {
+			t.Errorf("zombie timeout %v: %v, want a refusal naming the 36s floor", bad, err)
+		}
+	}
+	for _, good := range []time.Duration{0, MinQueueZombieTimeout + time.Second, time.Hour} {
+		if err := (QueueUpdate{ZombieTimeout: d(good)}).ValidateAtRunTime(); err != nil {
+			t.Errorf("zombie timeout %v refused: %v", good, err)
+		}
+	}
+}
+
+// Rescue waits at least MissedBeats x a job's recorded heartbeat maximum,
+// whatever the timeout it would otherwise use.
+func TestZombieTimeoutNeverCutsAJobsOwnHeartbeatsShort(t *testing.T) {
+	for _, c := range []struct{ timeout, heartbeatMax, want time.Duration }{
+		{10 * time.Minute, 12 * time.Second, 10 * time.Minute},
+		{40 * time.Second, 20 * time.Second, time.Minute},
+		{time.Second, 0, time.Second},
+		{time.Minute, time.Hour, 3 * time.Hour},
+	} {
+		if got := ZombieTimeout(c.timeout, c.heartbeatMax); got != c.want {
+			t.Errorf("ZombieTimeout(%v, %v) = %v, want %v", c.timeout, c.heartbeatMax, got, c.want)
+		}
+	}
+	for _, bad := range []time.Duration{-time.Second, MaxHeartbeatInterval + time.Millisecond} {
+		if err := (StartParams{DefaultTimeout: time.Minute, HeartbeatMax: bad}).Validate(); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("StartParams.HeartbeatMax %v: %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+}
+
 func TestClipAndHeadline(t *testing.T) {
 	cases := []struct {
 		in   string

@@ -91,8 +91,9 @@ type Rescuer interface {
 	// than Timeout to Pending.
 	RescueFetched(ctx context.Context, p RescueParams) ([]Rescued, error)
 	// RescueZombies (phase 2) moves Processing jobs whose last heartbeat is
-	// older than their queue's ZombieTimeout (else Timeout) to the DLQ
-	// with ReasonZombie.
+	// older than their queue's ZombieTimeout (else Timeout), and than
+	// MissedBeats x the HeartbeatMax they were started with (the rule is
+	// ZombieTimeout), to the DLQ with ReasonZombie.
 	RescueZombies(ctx context.Context, p RescueParams) ([]Rescued, error)
 	// RescueExpired (phase 3) moves Processing jobs past their DeadlineAt to
 	// the DLQ with ReasonTimeout. Timeout is ignored.
@@ -204,6 +205,13 @@ type ClaimParams struct {
 type StartParams struct {
 	// DefaultTimeout is the execution timeout when the queue sets none.
 	DefaultTimeout time.Duration
+	// HeartbeatMax is the longest the worker lets pass between two
+	// heartbeats of the job (processor.Config.HeartbeatIntervalMax), 0 to
+	// MaxHeartbeatInterval. The store records it with the job (to the
+	// millisecond), and rescue phase 2 waits at least MissedBeats x it
+	// before it dead-letters the job, whatever the queue's zombie timeout
+	// (ZombieTimeout). 0 records nothing: the zombie timeout alone applies.
+	HeartbeatMax time.Duration
 }
 
 // Started reports what Start wrote.
@@ -471,6 +479,9 @@ func (p StartParams) Validate() error {
 	}
 	if p.DefaultTimeout > MaxDelay {
 		return &ValidationError{Field: "default_timeout", Value: p.DefaultTimeout, Rule: "must be at most " + MaxDelay.String()}
+	}
+	if p.HeartbeatMax < 0 || p.HeartbeatMax > MaxHeartbeatInterval {
+		return &ValidationError{Field: "heartbeat_max", Value: p.HeartbeatMax, Rule: "must be between 0 (not recorded) and " + MaxHeartbeatInterval.String()}
 	}
 	return nil
 }

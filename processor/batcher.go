@@ -252,7 +252,7 @@ const writeTimeout = 30 * time.Second
 func newBatchers(ctx context.Context, w jobs.Worker, bw jobs.BatchWorker, cfg Config) *batchers {
 	// The leader's scratch: one call at a time uses it, and every answer
 	// is copied out before the lead passes on.
-	sc := &transitionScratch{bw: bw, t: jobs.Transitions{StartParams: jobs.StartParams{DefaultTimeout: cfg.DefaultTimeout}}}
+	sc := &transitionScratch{bw: bw, t: jobs.Transitions{StartParams: cfg.startParams()}}
 	one := func(ctx context.Context, t transition) (transitionResult, error) {
 		var r transitionResult
 		switch {
@@ -423,11 +423,20 @@ func (p *Processor) do(ws *workerSlots, t transition) (transitionResult, error) 
 	return r, nil
 }
 
+// startParams is what every start tells the store: the execution timeout
+// of a queue that sets none, and the longest this processor lets pass
+// between two heartbeats of the job, which the store records so that
+// rescue waits at least 3 x that much silence before it calls the job a
+// zombie (jobs.ZombieTimeout), whatever the queue's zombie timeout.
+func (c Config) startParams() jobs.StartParams {
+	return jobs.StartParams{DefaultTimeout: c.DefaultTimeout, HeartbeatMax: c.HeartbeatIntervalMax}
+}
+
 // startJob starts one job, in the next batch when the store has them;
 // ctx bounds the one-job call only (a batch call has its own bound).
 func (p *Processor) startJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, error) {
 	if p.batch == nil {
-		return p.store.Start(ctx, ref, jobs.StartParams{DefaultTimeout: p.cfg.DefaultTimeout})
+		return p.store.Start(ctx, ref, p.cfg.startParams())
 	}
 	r, err := p.do(ws, transition{kind: transitionStart, ref: ref})
 	if err != nil {

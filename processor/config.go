@@ -93,7 +93,7 @@ func DefaultConfig() Config {
 		PollInterval:              time.Second,
 		DefaultTimeout:            15 * time.Minute,
 		HeartbeatIntervalMin:      8 * time.Second,
-		HeartbeatIntervalMax:      12 * time.Second,
+		HeartbeatIntervalMax:      jobs.DefaultHeartbeatIntervalMax,
 		HeartbeatFailureThreshold: 10,
 		ShutdownTimeout:           30 * time.Second,
 		ReleaseAfter:              5 * time.Minute,
@@ -169,7 +169,7 @@ const (
 	MinDefaultTimeout            = 10 * time.Millisecond
 	MaxDefaultTimeout            = 30 * 24 * time.Hour
 	MinHeartbeatInterval         = 100 * time.Millisecond
-	MaxHeartbeatInterval         = time.Hour
+	MaxHeartbeatInterval         = jobs.MaxHeartbeatInterval
 	MaxHeartbeatFailureThreshold = 1000
 	MaxShutdownTimeout           = time.Hour
 	MaxReleaseAfter              = 12 * time.Hour
@@ -209,6 +209,10 @@ func (c Config) validate() error {
 			key = "WorkerID"
 		}
 		return bad(key, err, "is not valid")
+	}
+	if err := jobs.DistinctQueueNames("queue", c.Queues); err != nil {
+		ve, _ := errors.AsType[*jobs.ValidationError](err)
+		return bad("Queues", ve.Value, ve.Rule)
 	}
 	// In the order of appsettings.yaml, so the first mistake in a file is
 	// the one reported.

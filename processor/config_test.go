@@ -36,6 +36,10 @@ func TestConfigBounds(t *testing.T) {
 		{"ThousandsOfQueues", processor.Config{Queues: strings.Split(strings.Repeat("q,", 1001)+"q", ",")},
 			"processor: Queues = 1002: at most 1000 queues per processor"},
 		{"BadWorkerID", processor.Config{WorkerID: "a\tb"}, "processor: WorkerID"},
+		// Stores compare queue names ignoring case: two such names are one queue.
+		{"OneQueueInTwoSpellings", processor.Config{Queues: []string{"orders", "mail", "Orders"}},
+			"processor: Queues = Orders: is the same queue as orders (queue names ignore case)"},
+		{"OneQueueTwice", processor.Config{Queues: []string{"mail", "mail"}}, "processor: Queues = mail: is listed twice"},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()

@@ -255,7 +255,7 @@ func (p *Processor) refreshPaused(ctx context.Context) {
 	m := map[string]bool{}
 	for _, q := range qs {
 		if q.Paused {
-			m[q.Name] = true
+			m[jobs.QueueKey(q.Name)] = true // a job's spelling may differ from the row's
 		}
 	}
 	p.paused.Store(&pausedView{at: at, queues: m})
@@ -267,7 +267,7 @@ func (p *Processor) refreshPaused(ctx context.Context) {
 // claim it again (a claim/release spin right after a resume).
 func (p *Processor) pausedSinceClaim(f *fetched) bool {
 	v := p.paused.Load()
-	return v.queues[f.job.Queue] && v.at.After(f.claimedAt)
+	return v.queues[jobs.QueueKey(f.job.Queue)] && v.at.After(f.claimedAt)
 }
 
 // releaseStale gives back buffered jobs that waited more than ReleaseAfter,

@@ -198,6 +198,55 @@ func TestPerQueueZombieTimeoutAppliesOnlyToItsQueue(t *testing.T) {
 	})
 }
 
+// TestRescueWaitsForAJobsOwnHeartbeatsWhateverItsQueueSays: a processor
+// beats every 50-60 s, and an operator gave the queue a zombie timeout of
+// 40 s (another process's rule, the dashboard's, or a typo). A healthy job
+// that runs 150 s goes silent for longer than 40 s between its beats; it
+// must still be archived, not dead-lettered as a zombie: its start recorded
+// the processor's heartbeat maximum, and rescue waits 3 x that (180 s).
+// A processor that dies is still rescued, after those 180 s.
+func TestRescueWaitsForAJobsOwnHeartbeatsWhateverItsQueueSays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem := newMem()
+		if _, err := mem.UpdateQueue(t.Context(), "impatient", jobs.QueueUpdate{ZombieTimeout: secs(40)}); err != nil {
+			t.Fatal(err)
+		}
+		healthy := enqueue(t, mem, jobs.EnqueueParams{Type: "long", Queue: "impatient"})
+		reg := processor.NewRegistry()
+		reg.MustHandle("long", func(ctx context.Context, j *processor.Job) error {
+			time.Sleep(150 * time.Second)
+			return nil
+		})
+		cfg := testConfig()
+		cfg.Queues = []string{"impatient"}
+		cfg.HeartbeatIntervalMin, cfg.HeartbeatIntervalMax = 50*time.Second, 60*time.Second
+		p := startProcessor(t, mem, reg, cfg)
+		rescue := startRescue(t, mem, zombie.Config{ScanInterval: 5 * time.Second})
+		waitFor(t, 4*time.Minute, "the healthy job archived", inTable(mem, healthy, jobs.TableArchive))
+		if c := rescue.Counters(); c.Zombies != 0 {
+			t.Fatalf("rescue dead-lettered %d zombies; the job was alive, beating every 50-60s", c.Zombies)
+		}
+		stop(t, p)
+
+		dead := enqueue(t, mem, jobs.EnqueueParams{Type: "hang", Queue: "impatient"})
+		dying := faultstore.New(mem)
+		block := newBlockingHandler()
+		reg2 := processor.NewRegistry()
+		reg2.MustHandle("hang", block.handle)
+		cfg.WorkerID = "w2"
+		p2 := startProcessor(t, dying, reg2, cfg)
+		<-block.started
+		dying.Cut()
+		began := time.Now()
+		waitFor(t, 5*time.Minute, "the dead worker's job rescued", inTable(mem, dead, jobs.TableDLQ))
+		if took := time.Since(began); took < 170*time.Second {
+			t.Fatalf("the dead worker's job was rescued after %v, want about 3 x its 60s heartbeat maximum", took)
+		}
+		close(block.release)
+		_ = p2.Stop(context.Background())
+	})
+}
+
 // TestMaxWorkersHoldsAcrossThreeProcessors: MaxWorkers 3 on a queue that
 // three processors of four workers each serve.
 func TestMaxWorkersHoldsAcrossThreeProcessors(t *testing.T) {
@@ -458,13 +507,25 @@ func TestPausedQueueReleasesItsBufferedJobs(t *testing.T) {
 	})
 }
 
+// recordsNoHeartbeatMax starts jobs as a processor built before starts
+// recorded the heartbeat maximum did: rescue phase 2 then applies the
+// queue's zombie timeout alone, as it did for every job before.
+type recordsNoHeartbeatMax struct{ jobs.Store }
+
+func (s recordsNoHeartbeatMax) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
+	p.HeartbeatMax = 0
+	return s.Store.Start(ctx, ref, p)
+}
+
 // TestLostLeaseCancelsTheHandler: rescue takes a job away from a live
 // worker (its queue's zombie timeout is shorter than the heartbeat
-// interval); the next beat updates nothing, the handler's context is
+// interval, and its start recorded no heartbeat maximum, as an older
+// build's did); the next beat updates nothing, the handler's context is
 // cancelled, and the processor writes nothing for the job.
 func TestLostLeaseCancelsTheHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s := newMem()
+		mem := newMem()
+		s := recordsNoHeartbeatMax{mem}
 		if _, err := s.UpdateQueue(t.Context(), "tight", jobs.QueueUpdate{ZombieTimeout: secs(5)}); err != nil {
 			t.Fatal(err)
 		}

@@ -32,29 +32,40 @@ var (
 
 // Up migrates the schema to Latest. It opens its own connection from dsn
 // (golang-migrate closes the pool it is given) and is safe to run from many
-// processes at once.
+// processes at once. Before anything else it refuses a server or a
+// database the schema cannot run on (ErrServerVersion,
+// ErrCompatibilityLevel): a migration that fails there part way would
+// leave the schema dirty.
 func Up(ctx context.Context, dsn, name string) error {
-	return run(ctx, dsn, name, func(m *migrate.Migrate) error { return m.Up() })
+	return run(ctx, dsn, name, true, func(m *migrate.Migrate) error { return m.Up() })
+}
+
+// Migrate moves the schema up or down to exactly version, checking the
+// server as Up does: for an upgrade in steps, one migration per
+// maintenance window (docs/operations.md), and for tests of one migration.
+func Migrate(ctx context.Context, dsn, name string, version uint) error {
+	return run(ctx, dsn, name, true, func(m *migrate.Migrate) error { return m.Migrate(version) })
 }
 
 // Down runs every down migration: the schema keeps only its migrations table.
 func Down(ctx context.Context, dsn, name string) error {
-	return run(ctx, dsn, name, func(m *migrate.Migrate) error { return m.Down() })
+	return run(ctx, dsn, name, false, func(m *migrate.Migrate) error { return m.Down() })
 }
 
 // Force sets the recorded version without running anything, to recover
 // from a dirty state after an operator repaired the schema by hand.
 func Force(ctx context.Context, dsn, name string, version int) error {
-	return run(ctx, dsn, name, func(m *migrate.Migrate) error { return m.Force(version) })
+	return run(ctx, dsn, name, false, func(m *migrate.Migrate) error { return m.Force(version) })
 }
 
-// run opens dsn and runs op. Its error is redacted: the driver's and
-// golang-migrate's errors may quote the connection string.
-func run(ctx context.Context, dsn, name string, op func(*migrate.Migrate) error) error {
-	return redact.Error(migrateDSN(ctx, dsn, name, op), dsn)
+// run opens dsn and runs op, checking the server first when check is set.
+// Its error is redacted: the driver's and golang-migrate's errors may
+// quote the connection string.
+func run(ctx context.Context, dsn, name string, check bool, op func(*migrate.Migrate) error) error {
+	return redact.Error(migrateDSN(ctx, dsn, name, check, op), dsn)
 }
 
-func migrateDSN(ctx context.Context, dsn, name string, op func(*migrate.Migrate) error) error {
+func migrateDSN(ctx context.Context, dsn, name string, check bool, op func(*migrate.Migrate) error) error {
 	// Checked before the driver sees it, which would resolve a piece of
 	// a misread password as the host.
 	if err := redact.Check(dsn); err != nil {
@@ -69,7 +80,7 @@ func migrateDSN(ctx context.Context, dsn, name string, op func(*migrate.Migrate)
 		return fmt.Errorf("%w %s: %w", ErrInvalidDSN, redact.DSN(dsn), err)
 	}
 	defer db.Close()
-	if err := ensureSchema(ctx, db, name); err != nil {
+	if err := prepare(ctx, db, name, check); err != nil {
 		return err
 	}
 	source, err := iofs.New(src, "migrations")
@@ -97,6 +108,17 @@ func migrateDSN(ctx context.Context, dsn, name string, op func(*migrate.Migrate)
 		return fmt.Errorf("schema: %s: %w", name, err)
 	}
 	return ctx.Err()
+}
+
+// prepare checks the server (when check is set) and then creates the
+// schema: both before golang-migrate writes its version table.
+func prepare(ctx context.Context, db *sql.DB, name string, check bool) error {
+	if check {
+		if err := checkServer(ctx, db); err != nil {
+			return fmt.Errorf("schema: %s not migrated: %w", name, err)
+		}
+	}
+	return ensureSchema(ctx, db, name)
 }
 
 // ensureSchema creates the schema if it is missing, before golang-migrate

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io/fs"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -59,7 +61,10 @@ func TestRenderedMigrations(t *testing.T) {
 			if first != "SET QUOTED_IDENTIFIER ON;" {
 				t.Errorf("first statement %q, want SET QUOTED_IDENTIFIER ON (filtered indexes need it)", first)
 			}
-			if !strings.Contains(sqlText, "BEGIN TRANSACTION;") || !strings.Contains(sqlText, "COMMIT TRANSACTION;") {
+			switch {
+			case rebuildsOnly(sqlText):
+				// Index rebuilds commit one by one (TestIndexRebuildsRunOnlineWhereTheEditionHasThem).
+			case !strings.Contains(sqlText, "BEGIN TRANSACTION;") || !strings.Contains(sqlText, "COMMIT TRANSACTION;"):
 				t.Error("migration is not wrapped in one transaction")
 			}
 			// Every object is created in the configured, bracket-quoted schema.
@@ -187,5 +192,135 @@ func TestMigrationsNeverDialAConnectionStringTheyRefuse(t *testing.T) {
 	}
 	if n := dials(); n != 0 {
 		t.Errorf("the trap was dialled %d times", n)
+	}
+}
+
+// statementsOf splits a migration into its statements, comments dropped.
+func statementsOf(sqlText string) []string {
+	var out []string
+	for _, st := range strings.Split(withoutComments(sqlText), ";") {
+		if st = strings.TrimSpace(st); st != "" {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// onlineChoice is how a migration picks ONLINE by edition: online index
+// operations exist where SERVERPROPERTY('EngineEdition') is 3 (Enterprise,
+// Developer, Evaluation), 5 (Azure SQL Database) or 8 (Azure SQL Managed
+// Instance).
+const onlineChoice = "DECLARE @online NVARCHAR(20) = CASE WHEN CAST(SERVERPROPERTY('EngineEdition') AS INT) IN (3, 5, 8)\n    THEN N'ONLINE = ON' ELSE N'ONLINE = OFF' END"
+
+var rebuild = regexp.MustCompile(`(?s)^EXEC\(N'CREATE NONCLUSTERED INDEX \w+ ON \[\w+\]\.\w+ \([^)]*\)( INCLUDE \([^)]*\))?\s+WITH \(DROP_EXISTING = ON, (OPTIMIZE_FOR_SEQUENTIAL_KEY = ON, )?' \+ @online \+ N'\)'\)$`)
+
+// rebuildsOnly reports whether a migration does nothing but rebuild
+// indexes, each statement on its own (no transaction around the file),
+// online where the edition has it.
+func rebuildsOnly(sqlText string) bool {
+	sts := statementsOf(sqlText)
+	if !strings.Contains(sqlText, onlineChoice) || strings.Contains(sqlText, "BEGIN TRAN") {
+		return false
+	}
+	rebuilds := 0
+	for _, st := range sts {
+		switch {
+		case strings.HasPrefix(st, "SET ") || st == strings.TrimSuffix(onlineChoice, ";"):
+		case rebuild.MatchString(st):
+			rebuilds++
+		default:
+			return false
+		}
+	}
+	return rebuilds > 0
+}
+
+// TestIndexRebuildsRunOnlineWhereTheEditionHasThem: a migration that
+// rebuilds an index (CREATE INDEX ... DROP_EXISTING) builds it online where
+// the edition has online index operations, and commits each rebuild on its
+// own: offline, a rebuild holds a schema-modification lock on its table
+// for its whole run, and inside the file's transaction either kind holds
+// its locks until the file's COMMIT, so every complete and dead letter
+// would wait for all the rebuilds together. Nothing else may go in such a
+// file, so that each statement can run again after a failure part way.
+func TestIndexRebuildsRunOnlineWhereTheEditionHasThem(t *testing.T) {
+	fsys, err := Rendered("tenant_7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range Files(fsys) {
+		raw, _ := fs.ReadFile(fsys, "migrations/"+f)
+		text := string(raw)
+		if !strings.Contains(withoutComments(text), "DROP_EXISTING") {
+			continue
+		}
+		checked++
+		if !rebuildsOnly(text) {
+			t.Errorf("%s rebuilds an index: want only repeatable rebuilds, each its own statement outside any transaction, "+
+				"with ONLINE chosen by SERVERPROPERTY('EngineEdition') (%s)", f, onlineChoice)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no migration rebuilds an index: the check no longer finds migration 6")
+	}
+	// The check itself: the first form of migration 6, one transaction
+	// around three offline rebuilds, is refused.
+	old := "SET QUOTED_IDENTIFIER ON;\nBEGIN TRANSACTION;\nCREATE NONCLUSTERED INDEX IX_JobsArchive_Finished ON [t].JobsArchive (FinishedAtUtc) INCLUDE (Queue)\n" +
+		"    WITH (DROP_EXISTING = ON, OPTIMIZE_FOR_SEQUENTIAL_KEY = ON);\nCOMMIT TRANSACTION;"
+	if rebuildsOnly(old) {
+		t.Error("rebuildsOnly accepts offline rebuilds inside one transaction")
+	}
+}
+
+// bigTables are the job tables, which can hold millions of rows.
+var bigTables = []string{"JobsHot", "JobsArchive", "JobsDLQ"}
+
+var addColumns = regexp.MustCompile(`(?is)\bALTER\s+TABLE\s+\[\w+\]\.(\w+)\s+ADD\s+([^;]*);`)
+
+// notNullAdds returns the columns a migration adds to a job table as NOT
+// NULL or with a default.
+func notNullAdds(sqlText string) []string {
+	var out []string
+	for _, m := range addColumns.FindAllStringSubmatch(withoutComments(sqlText), -1) {
+		if !slices.Contains(bigTables, m[1]) {
+			continue
+		}
+		for _, col := range strings.Split(m[2], ",") {
+			def := " " + strings.ToUpper(strings.Join(strings.Fields(col), " ")) + " "
+			if strings.Contains(def, " NOT NULL ") || strings.Contains(def, " DEFAULT ") || !strings.Contains(def, " NULL ") {
+				out = append(out, m[1]+"."+strings.Fields(col)[0])
+			}
+		}
+	}
+	return out
+}
+
+// TestJobTableColumnsAreAddedAsNull is ADR 0008's rule for every migration
+// after 4: a column added to a job table is NULL, with no default. Adding
+// a NOT NULL column with a default is a change of metadata only where
+// SERVERPROPERTY('EngineEdition') is 3, 5 or 8; on Standard and Express it
+// rewrites every row under a schema-modification lock. Migration 4 did so
+// (SnoozeCount), before the rule: the check finds it.
+func TestJobTableColumnsAreAddedAsNull(t *testing.T) {
+	fsys, err := Rendered("tenant_7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range Files(fsys) {
+		m := migrationName.FindStringSubmatch(f)
+		if m[2] != "up" {
+			continue
+		}
+		raw, _ := fs.ReadFile(fsys, "migrations/"+f)
+		bad := notNullAdds(string(raw))
+		switch v, _ := strconv.Atoi(m[1]); {
+		case v == 4:
+			if want := []string{"JobsHot.SnoozeCount", "JobsArchive.SnoozeCount", "JobsDLQ.SnoozeCount"}; !slices.Equal(bad, want) {
+				t.Errorf("%s: the check finds %v, want %v (it no longer reads ALTER TABLE ... ADD)", f, bad, want)
+			}
+		case v > 4 && len(bad) > 0:
+			t.Errorf("%s adds %v to a job table as NOT NULL or with a default: add it as NULL (ADR 0008)", f, bad)
+		}
 	}
 }

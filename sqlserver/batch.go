@@ -84,7 +84,8 @@ func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.Transi
 				named("starts", s.leaseTVP(t.Starts)), named("completes", s.leaseTVP(t.Completes)),
 				named("retries", mssql.TVP{TypeName: s.schema + ".RetryList", Value: retries}),
 				named("deadLetters", mssql.TVP{TypeName: s.schema + ".DeadLetterList", Value: deadLetters}),
-				named("defaultMs", t.StartParams.DefaultTimeout.Milliseconds()))
+				named("defaultMs", t.StartParams.DefaultTimeout.Milliseconds()),
+				named("heartbeatMaxMs", t.StartParams.HeartbeatMax.Milliseconds()))
 			if err != nil {
 				return err
 			}

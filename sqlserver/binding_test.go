@@ -21,6 +21,7 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
 )
 
 // TestQueryBinding drives every store method through a recording driver and
@@ -39,11 +40,18 @@ func TestQueryBinding(t *testing.T) {
 	// Only the statements whose answer decides whether a method goes on to
 	// its next statement get a row; every other one answers with no rows.
 	rec.rows = map[string][]driver.Value{
-		s.q.enqueueKeyed: {int64(1), false}, // EnqueueMany goes on to its plain jobs
-		s.q.now:          {time.Now()},      // Resurrect and Purge read the clock first
-		s.q.tryAppLock:   {int64(0)},        // the lock is granted, so TryLead keeps the connection
-		s.q.appLockMode:  {"Exclusive"},     // ... and the next TryLead checks it
-		s.q.fireSchedule: {int64(1)},        // the tick is taken, so the fire enqueues its job
+		s.q.enqueueKeyed: {int64(1), false},                 // EnqueueMany goes on to its plain jobs
+		s.q.now:          {time.Now()},                      // Resurrect and Purge read the clock first
+		s.q.tryAppLock:   {int64(0)},                        // the lock is granted, so TryLead keeps the connection
+		s.q.appLockMode:  {"Exclusive"},                     // ... and the next TryLead checks it
+		s.q.fireSchedule: {int64(1)},                        // the tick is taken, so the fire enqueues its job
+		s.q.serverLevel:  {int64(160), int64(16), int64(3)}, // CheckSchema goes on to the schema's version
+	}
+	rec.answer = func(q string) []driver.Value {
+		if strings.Contains(q, "[SchemaMigrations]") {
+			return []driver.Value{int64(schema.Latest()), false} // CheckSchema goes on to the collation
+		}
+		return nil
 	}
 
 	tableTypes := migratedTableTypes(t, schemaName)

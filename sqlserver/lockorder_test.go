@@ -22,7 +22,7 @@ var lockOrderRow = map[string]string{
 	"rescueFetched": "rescue phase 1", "rescueZombies": "rescue phase 2", "rescueExpired": "rescue phase 3",
 	"resurrect": "resurrect", "purge": "purge", "updateQueue": "update queue",
 	"list": "list", "count": "count", "getJob": "get", "queues": "queues", "schedules": "schedules",
-	"queueStats": "queue stats", "queueDepths": "depths", "now": "now", "serverLevel": "server level",
+	"queueStats": "queue stats", "queueDepths": "depths", "now": "now", "serverLevel": "server level", "caseSensitiveNames": "name collation",
 	"tableQueues": "table queues", "trim": "trim", "finishedCounts": "finished counts",
 	"syncSchedules": "sync schedules", "fireSchedule": "fire schedule", "pauseSchedule": "pause", "deleteSchedule": "delete schedule",
 	"tryAppLock": "leader", "appLockMode": "leader", "releaseAppLock": "leader",

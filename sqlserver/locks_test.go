@@ -5,15 +5,19 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/golang-sql/civil"
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
 )
 
 // The server-free checks of ADR 0016: each reads the statements as the
@@ -74,6 +78,97 @@ func TestRescueCandidatesSeekTheirCutoff(t *testing.T) {
 	}
 }
 
+// Rescue phases 2 and 3 take one application lock, exclusively and owned
+// by their transaction, before they read anything, so that no two of them
+// run at once anywhere in the fleet; phase 1 takes none. The lock is not
+// the leader's (SingleRescuer holds that one on its own session while its
+// phases run on others).
+func TestRescuePhasesTwoAndThreeTakeOneLockAcrossProcesses(t *testing.T) {
+	q := render("my_schema")
+	const take = "BEGIN TRANSACTION;\nEXEC @rc = sys.sp_getapplock @Resource = N'chokaq:MY_SCHEMA:rescue:phases-2-3', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;\nIF @rc < 0\n    THROW 51001,"
+	for name, stmt := range map[string]string{"rescueZombies": q.rescueZombies, "rescueExpired": q.rescueExpired} {
+		lock := strings.Index(stmt, take)
+		now := strings.Index(stmt, "DECLARE @now DATETIME2(7) = SYSUTCDATETIME();")
+		del := strings.Index(stmt, "DELETE h")
+		commit := strings.LastIndex(stmt, "COMMIT TRANSACTION;")
+		if lock < 0 || now < lock || del < now || commit < del || strings.Count(stmt, "EXEC @rc = sys.sp_getapplock") != 1 {
+			t.Errorf("%s: want BEGIN TRANSACTION, the rescue lock (checked), the store's now, the DELETE, COMMIT:\n%s", name, stmt)
+		}
+		if strings.Index(stmt, "FROM [my_schema].") < lock {
+			t.Errorf("%s reads a table before it holds the rescue lock", name)
+		}
+	}
+	if strings.Contains(q.rescueFetched, "sp_getapplock") {
+		t.Error("rescueFetched takes a lock: phase 1 moves Fetched rows, whose keys phases 2 and 3 never lock")
+	}
+	for _, role := range []string{"rescue", "retention", "schedules:abc"} {
+		if l := NewLeader(&Store{schema: "my_schema", q: q}, role); strings.Contains(q.rescueZombies, "N'"+l.resource+"'") {
+			t.Errorf("the rescue lock is the leader lock of role %q", role)
+		}
+	}
+}
+
+// Every start records the worker's heartbeat maximum, every return to
+// Pending clears it, and phase 2 tests its floor in the candidate (so rows
+// of slow-beating live jobs cannot fill a batch) and again on the outer
+// table: jobs.ZombieTimeout in T-SQL.
+func TestStartsRecordTheHeartbeatMaximumAndPhase2HonoursIt(t *testing.T) {
+	q := render("my_schema")
+	for name, stmt := range map[string]string{"start": q.start, "transition": q.transition} {
+		if !strings.Contains(stmt, "HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)") {
+			t.Errorf("%s does not record @heartbeatMaxMs", name)
+		}
+	}
+	for name, stmt := range map[string]string{"snooze": q.snooze, "transition": q.transition} {
+		if !strings.Contains(stmt, "DeadlineUtc = NULL, HeartbeatMaxMs = NULL,") {
+			t.Errorf("%s sends a job back to Pending with its old heartbeat maximum", name)
+		}
+	}
+	floor := func(alias string) string {
+		return "(" + alias + ".HeartbeatMaxMs IS NULL OR " + alias + ".HeartbeatUtc < DATEADD(MILLISECOND, -3 * CAST(" + alias +
+			".HeartbeatMaxMs AS BIGINT) % 1000, DATEADD(SECOND, -3 * CAST(" + alias + ".HeartbeatMaxMs AS BIGINT) / 1000, @now)))"
+	}
+	cand := derived(t, "rescueZombies", q.rescueZombies)
+	if !strings.Contains(cand, floor("c")) {
+		t.Errorf("rescueZombies: the candidate lacks the heartbeat floor %s:\n%s", floor("c"), cand)
+	}
+	if outer := q.rescueZombies[strings.Index(q.rescueZombies, ") AS x ON x.Id = h.Id"):]; !strings.Contains(outer, floor("h")) {
+		t.Errorf("rescueZombies: the outer table lacks the heartbeat floor %s", floor("h"))
+	}
+}
+
+// A list of queues sends each queue once as the server compares names,
+// ignoring case: QueueList's primary key refuses "orders" beside "Orders"
+// (error 2627), and a claim of both would take the queue twice.
+func TestQueueListsSendEachQueueOnceIgnoringCase(t *testing.T) {
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.QueueDepths(t.Context(), []string{"orders", "Orders", "mail", "ORDERS"}, 10); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = s.Claim(t.Context(), jobs.ClaimParams{WorkerID: "w", Queues: []string{"Orders", "orders", "mail"}, Limit: 5})
+	claims := 0
+	for _, c := range rec.calls {
+		for _, a := range c.args {
+			if tvp, ok := a.Value.(mssql.TVP); ok && c.query == s.q.queueDepths {
+				if rows := tvp.Value.([]queueRow); len(rows) != 2 || rows[0].Name != "orders" || rows[1].Name != "mail" {
+					t.Errorf("QueueDepths sent %+v, want orders and mail once each", rows)
+				}
+			}
+			if a.Name == "queue" && c.query == s.q.claim {
+				claims++
+			}
+		}
+	}
+	if claims != 2 {
+		t.Errorf("Claim of Orders, orders and mail sent %d claims, want 2", claims)
+	}
+}
+
 // migrationText is the rendered up migration of a version.
 func migrationText(t *testing.T, schemaName, version string) string {
 	t.Helper()
@@ -127,6 +222,39 @@ func TestKeyedEnqueueReturnsTheJobThatWonTheKey(t *testing.T) {
 	}
 }
 
+// Inside a caller's transaction, a keyed insert that lost the key to a job
+// that finished before the statement could read it rethrows 2601 (the
+// statement found no job to return); the store runs it again in the same
+// transaction, where the key is free, and returns the job it inserts.
+func TestKeyedEnqueueInATransactionRunsAgainWhenTheKeysHolderFinished(t *testing.T) {
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec.rows = map[string][]driver.Value{s.q.enqueueKeyedTx: {int64(78), false}}
+	rec.failNext(s.q.enqueueKeyedTx, mssql.Error{Number: 2601, Message: "duplicate key"})
+	tx, err := s.DB().BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	r, err := s.EnqueueTx(t.Context(), tx, jobs.EnqueueParams{Type: "t", IdempotencyKey: "order-1"})
+	if err != nil || r.ID != 78 || r.Duplicate {
+		t.Fatalf("EnqueueTx = %+v, %v; want the new job 78", r, err)
+	}
+	runs := 0
+	for _, c := range rec.calls {
+		if c.query == s.q.enqueueKeyedTx {
+			runs++
+		}
+	}
+	if runs != 2 {
+		t.Fatalf("the keyed statement ran %d times, want 2 (the rethrown conflict, then the insert)", runs)
+	}
+}
+
 // Purge and resurrect walk the finish-time index from the old end and take
 // no update locks.
 func TestPurgeAndResurrectStartAtTheOldEnd(t *testing.T) {
@@ -139,6 +267,66 @@ func TestPurgeAndResurrectStartAtTheOldEnd(t *testing.T) {
 		if strings.Contains(cand, "UPDLOCK") || strings.Contains(cand, "t.Id DESC") {
 			t.Errorf("%s: no update locks, no backwards scan:\n%s", name, cand)
 		}
+	}
+}
+
+// A purge's batches each start after the last job the batch before
+// deleted, on the finish-time order the candidate walks, so that no batch
+// reads again the ghost records the ones before it left (as the retention
+// loop's trim does); the first starts at the old end.
+func TestPurgeContinuesAfterTheLastJobItDeleted(t *testing.T) {
+	q := render("my_schema")
+	for tb, stmt := range q.purge {
+		cand := derived(t, "purge."+tb.String(), stmt)
+		if !strings.Contains(cand, "AND (@hasAfter = 0 OR (t.FinishedAtUtc >= @afterUtc AND (t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)))\n    ORDER BY t.FinishedAtUtc, t.Id") {
+			t.Errorf("purge.%s: the candidate does not continue after the last deleted key:\n%s", tb, cand)
+		}
+	}
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.bulkBatch = 2
+	first := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	answers := [][]driver.Value{{int64(2), first, int64(7)}, {int64(2), first.Add(time.Second), int64(9)}, {int64(1), first.Add(2 * time.Second), int64(12)}}
+	step := 0
+	rec.answer = func(query string) []driver.Value {
+		switch query {
+		case s.q.now:
+			return []driver.Value{time.Now()}
+		case s.q.purge[jobs.TableArchive]:
+			step++
+			return answers[step-1]
+		}
+		return nil
+	}
+	n, err := s.Purge(t.Context(), jobs.PurgeParams{Table: jobs.TableArchive, Filter: jobs.Filter{OlderThan: time.Hour}})
+	if err != nil || n != 5 {
+		t.Fatalf("Purge = %d, %v; want 5 over three batches", n, err)
+	}
+	var afters []string
+	for _, c := range rec.calls {
+		if c.query != s.q.purge[jobs.TableArchive] {
+			continue
+		}
+		var has, id int64
+		var at civil.DateTime
+		for _, a := range c.args {
+			switch a.Name {
+			case "hasAfter":
+				has = a.Value.(int64)
+			case "afterId":
+				id = a.Value.(int64)
+			case "afterUtc":
+				at = a.Value.(civil.DateTime)
+			}
+		}
+		afters = append(afters, fmt.Sprintf("%d %s %d", has, at.Time.String(), id))
+	}
+	if want := []string{"0 00:00:00 0", "1 03:04:05 7", "1 03:04:06 9"}; !slices.Equal(afters, want) {
+		t.Fatalf("batches started after %q, want %q", afters, want)
 	}
 }
 
@@ -306,6 +494,37 @@ func TestCheckSchemaRefusesALowCompatibilityLevel(t *testing.T) {
 	rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(160), int64(12), int64(5)}}
 	if err := s.CheckSchema(t.Context()); errors.Is(err, ErrServerVersion) {
 		t.Fatalf("CheckSchema on Azure SQL: %v", err)
+	}
+}
+
+// CheckSchema refuses a schema whose queue or schedule name columns compare
+// case by case, naming the collation: every store compares those names
+// ignoring case.
+func TestCheckSchemaRefusesCaseSensitiveNameColumns(t *testing.T) {
+	for _, c := range []struct {
+		row  []driver.Value
+		want error
+	}{
+		{[]driver.Value{int64(5), "Latin1_General_100_CS_AS"}, ErrCaseSensitiveNames},
+		{[]driver.Value{int64(0), nil}, nil},
+	} {
+		rec := &recorder{}
+		s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.rows = map[string][]driver.Value{s.q.serverLevel: {int64(160), int64(16), int64(2)}, s.q.caseSensitiveNames: c.row}
+		rec.answer = func(q string) []driver.Value {
+			if strings.Contains(q, "[SchemaMigrations]") {
+				return []driver.Value{int64(schema.Latest()), false}
+			}
+			return nil
+		}
+		err = s.CheckSchema(t.Context())
+		if c.want == nil && err != nil || c.want != nil && (!errors.Is(err, c.want) || !strings.Contains(err.Error(), "Latin1_General_100_CS_AS")) {
+			t.Errorf("CheckSchema with %v case-sensitive name columns: %v, want %v naming the collation", c.row[0], err, c.want)
+		}
+		s.Close()
 	}
 }
 

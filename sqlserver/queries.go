@@ -1,6 +1,7 @@
 package sqlserver
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -65,19 +66,19 @@ const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     CAST(1 AS TINYINT), $.Status, $.CreatedAtUtc, $.ScheduledAtUtc, $.LastUpdatedUtc, $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     CAST(NULL AS DATETIME2(7)), CAST(NULL AS BIGINT), CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
-    $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote`
+    $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7)), $.LastError,
     $.FinishedAtUtc, $.DurationMs, CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
-    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500))`
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT)`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails,
-    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500))`
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT)`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -90,6 +91,7 @@ var unifiedNames = [][2]string{
 	{"StartedAtUtc", "DATETIME2(7)"}, {"HeartbeatUtc", "DATETIME2(7)"}, {"DeadlineUtc", "DATETIME2(7)"}, {"LastError", "NVARCHAR(MAX)"},
 	{"FinishedAtUtc", "DATETIME2(7)"}, {"DurationMs", "BIGINT"}, {"FailureReason", "INT"}, {"ErrorDetails", "NVARCHAR(MAX)"},
 	{"SnoozeCount", "INT"}, {"CancelRequestedUtc", "DATETIME2(7)"}, {"CancelNote", "NVARCHAR(500)"},
+	{"HeartbeatMaxMs", "INT"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -167,7 +169,9 @@ SELECT @first;`
 // other, nothing worse. Under the lock a plain seek finds an active job with
 // the key, else the job is inserted. A job with the key that arrives by
 // another path (resurrect takes no key lock) surfaces as error 2601 or 2627,
-// after which the existing job is read and returned.
+// after which the existing job is read and returned; if that job has
+// already left the hot table (it finished between the conflict and the
+// re-read), the error is rethrown and the store runs the statement again.
 //
 // keyedPrologue and keyedBody are shared by the two forms: on the store's
 // own transaction (enqueueKeyed), and inside a caller's (enqueueKeyedTx).
@@ -192,6 +196,9 @@ BEGIN
     BEGIN CATCH
         IF ERROR_NUMBER() NOT IN (2601, 2627) OR XACT_STATE() <> 1
             THROW;
+        -- The sequence value stays in @id if no row matches (the key's
+        -- holder finished in between): reset it, so "no job" rethrows.
+        SET @id = NULL;
         SELECT @id = Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;
         IF @id IS NULL
             THROW;
@@ -242,6 +249,21 @@ const queueLock = `N'chokaq:{{name}}:queue:' + UPPER(@q)`
 // still waiting for its queue lock) instead of missing its rows.
 const claimLock = `N'chokaq:{{name}}:claim:' + CONVERT(NVARCHAR(20), @claimId)`
 
+// outerHints are the hints of the outer table of a statement that picks a
+// batch: the base table the candidate derived table (x) joins on its
+// clustered key. READPAST, ROWLOCK, READCOMMITTEDLOCK as ADR 0016 says;
+// INDEX and FORCESEEK make the join one clustered-key seek per candidate
+// row whatever the optimizer estimates for x: without them it may scan the
+// table, or seek a range of another index the outer WHERE also fits (the
+// claim's IX_JobsHot_Claim, the queue's whole backlog) and hash-join it.
+func outerHints(table string) string {
+	return "INDEX (PK_" + table + "), FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK"
+}
+
+// outerHotHints are outerHints of JobsHot, a constant for the statements
+// that are constants.
+const outerHotHints = "INDEX (PK_JobsHot), FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK"
+
 // Application lock names compare byte for byte, while schema and queue
 // names compare by the database's collation: {{name}} is the schema name
 // in upper case (render), and queue names go through UPPER, so names SQL
@@ -289,7 +311,7 @@ BEGIN
     UPDATE h
     SET Status = 1, WorkerId = @w, RunLease = h.RunLease + 1, LastUpdatedUtc = @now, ClaimId = @claimId
     OUTPUT ` + "{{hotInserted}}" + ` INTO @claimed
-    FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
     INNER JOIN (
         SELECT TOP (@n) c.Id
         FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -333,7 +355,8 @@ DECLARE @started TABLE (AttemptCount INT NOT NULL, StartedAtUtc DATETIME2(7) NOT
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
     DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
-                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END
+                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END,
+    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)
 OUTPUT inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
 FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
@@ -390,7 +413,7 @@ END
 ELSE IF @marked = 0
 BEGIN
     UPDATE {{s}}.JobsHot WITH (ROWLOCK)
-    SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
+    SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL,
         LastUpdatedUtc = @now, AttemptCount = AttemptCount - 1, SnoozeCount = SnoozeCount + 1,
         ScheduledAtUtc = ` + "{{retryAt}}" + `
     WHERE Id = @id AND RunLease = @lease AND Status = 2;
@@ -418,8 +441,10 @@ SELECT @@ROWCOUNT;`
 // statement matches it, so a stale ref matches nothing and changes nothing
 // while the others go through. The parameters have a primary key (Id,
 // Lease), so a target row meets one parameter row at most; FORCESEEK makes
-// each a seek of the clustered key, taken in the parameter's key order, the
-// order every batch statement of a worker locks its rows in. Every row
+// each a seek of the clustered key. No statement promises the order it
+// locks those rows in, whatever the parameter's key order: two lists that
+// share two rows (through stale refs, or a cancel) can deadlock, and the
+// victim's 1205 is retried (ADR 0016, Lists). Every row
 // returned names its list (Kind 1 to 4) and the ref it moved; the store
 // reports the others lost. The statements commit one by one, as the
 // one-job calls do: after an error the caller knows nothing of any job and
@@ -436,7 +461,8 @@ DECLARE @started TABLE (Id BIGINT NOT NULL PRIMARY KEY, Lease BIGINT NOT NULL, A
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
     DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
-                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END
+                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END,
+    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)
 OUTPUT inserted.Id, inserted.RunLease, inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
 FROM @starts AS sr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = sr.Id AND h.RunLease = sr.Lease
@@ -473,7 +499,7 @@ FROM @retries AS rr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
 WHERE h.Status = 2 AND h.CancelRequestedUtc IS NOT NULL;
 UPDATE h
-SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL,
+SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL,
     LastUpdatedUtc = @now, LastError = NULLIF(rr.Error, N''), ScheduledAtUtc = ` + "{{retryAtItem}}" + `
 OUTPUT CAST(3 AS TINYINT), inserted.Id, inserted.RunLease, ` + transitionNulls + `
 FROM @retries AS rr
@@ -552,7 +578,7 @@ DECLARE @cutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 UPDATE h
 SET Status = 0, WorkerId = NULL, ClaimId = NULL, LastUpdatedUtc = @now
 OUTPUT ` + rescuedOutput + `, deleted.LastUpdatedUtc, CAST(NULL AS INT), @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
     FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -561,24 +587,68 @@ INNER JOIN (
 ) AS x ON x.Id = h.Id
 WHERE h.Status = 1 AND h.LastUpdatedUtc < @cutoff;`
 
+// rescueLock serializes rescue phases 2 and 3 across processes. Each
+// phase's candidate update-locks keys of its own index (IX_JobsHot_Heartbeat,
+// IX_JobsHot_Deadline) and its DELETE then removes the row's key from
+// every index, the other phase's among them. READPAST lets the candidate
+// and the outer table skip a row another transaction holds, but removing a
+// secondary index key waits for a lock on that key: a phase 2 and a phase 3
+// running at once in two processes, each over a job that is both silent and
+// past its deadline, could each wait for a key the other's candidate holds
+// (error 1205, which the store would retry). Every process still sweeps (ADR 0010), one
+// phase batch at a time across the fleet, owned by the batch's transaction
+// so that nothing outlives it; a process that waits longer than the lock
+// timeout gets error 51001, which the store retries. The name differs from
+// the leader's chokaq:<schema>:rescue (a session lock that SingleRescuer
+// holds for as long as it leads, while its own phases take this one).
+const rescueLock = `N'chokaq:{{name}}:rescue:phases-2-3'`
+
+// rescueLockTaken takes rescueLock for the transaction and checks its
+// return code (a negative one means no lock, and no rollback).
+const rescueLockTaken = `EXEC @rc = sys.sp_getapplock @Resource = ` + rescueLock + `, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the rescue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;`
+
+// missedBeatsMs is jobs.MissedBeats x the HeartbeatMaxMs of alias's row,
+// in milliseconds as a BIGINT (NULL when none was recorded).
+func missedBeatsMs(alias string) string {
+	return strconv.Itoa(jobs.MissedBeats) + " * CAST(" + alias + ".HeartbeatMaxMs AS BIGINT)"
+}
+
+// silentForMissedBeats is jobs.ZombieTimeout's floor for alias's row: its
+// heartbeat is older than jobs.MissedBeats x the heartbeat maximum its
+// worker declared at start, or it declared none.
+func silentForMissedBeats(alias string) string {
+	return "(" + alias + ".HeartbeatMaxMs IS NULL OR " + alias + ".HeartbeatUtc < " + addMs("-"+missedBeatsMs(alias), "@now") + ")"
+}
+
 // Rescue phase 2: Processing rows whose heartbeat is older than their
-// queue's ZombieTimeoutSeconds, else the global timeout, move to the DLQ as
-// Zombie. Their side effects are uncertain, so they are never re-run.
+// queue's ZombieTimeoutSeconds, else the global timeout, and than 3 x the
+// heartbeat maximum their worker declared when it started them
+// (HeartbeatMaxMs; jobs.ZombieTimeout), move to the DLQ as Zombie. Their
+// side effects are uncertain, so they are never re-run.
 //
 // The candidate seeks IX_JobsHot_Heartbeat up to the loosest cutoff (now
 // minus the shortest of the global and the per-queue timeouts): a live job
 // heartbeats far more often than that, so only rows whose worker went
-// silent are read, and update-locked. The per-queue timeouts come from a
+// silent are read, and update-locked. (A row past that cutoff whose worker
+// declared a longer heartbeat maximum is read too, through a lookup of its
+// HeartbeatMaxMs in the clustered row, which READPAST skips while the
+// worker holds it, and left alone.) The per-queue timeouts come from a
 // table variable filled first, so no Queues row is locked while JobsHot is,
 // and the exact per-queue test is made in the candidate, so rows of a queue
 // with a longer timeout cannot fill the batch and starve the others, and
 // again on the outer table, which READPAST leaves alone while a worker
 // holds it.
-const qRescueZombies = `SET NOCOUNT ON;
+var qRescueZombies = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @rc INT;
+DECLARE @timeouts TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY, Seconds INT NOT NULL);
+BEGIN TRANSACTION;
+` + rescueLockTaken + `
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @globalCutoff DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
-DECLARE @timeouts TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY, Seconds INT NOT NULL);
 INSERT INTO @timeouts (Queue, Seconds)
 SELECT Name, ZombieTimeoutSeconds FROM {{s}}.Queues WHERE ZombieTimeoutSeconds IS NOT NULL;
 DECLARE @shortest INT;
@@ -589,42 +659,51 @@ IF @shortest IS NOT NULL AND DATEADD(SECOND, -@shortest, @now) > @loosest
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, 2,
     N'zombie: heartbeat expired (last heartbeat ' + CONVERT(NVARCHAR(33), ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 127)
-        + N'Z, timeout ' + CONVERT(NVARCHAR(20), ISNULL(CAST(q.Seconds AS BIGINT), @timeoutMs / 1000))
+        + N'Z, timeout ' + CONVERT(NVARCHAR(20), (CASE WHEN ` + missedBeatsMs("deleted") + ` > ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs)
+            THEN ` + missedBeatsMs("deleted") + ` ELSE ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs) END) / 1000)
         + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
     FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     LEFT JOIN @timeouts AS ct ON ct.Queue = c.Queue
     WHERE c.Status = 2 AND c.HeartbeatUtc < @loosest
       AND c.HeartbeatUtc < ISNULL(DATEADD(SECOND, -ct.Seconds, @now), @globalCutoff)
+      AND ` + silentForMissedBeats("c") + `
     ORDER BY c.HeartbeatUtc
 ) AS x ON x.Id = h.Id
 LEFT JOIN @timeouts AS q ON q.Queue = h.Queue
-WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff);`
+WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff)
+  AND ` + silentForMissedBeats("h") + `;
+COMMIT TRANSACTION;`
 
 // Rescue phase 3: Processing rows past their deadline move to the DLQ as
 // Timeout, even while their worker still heartbeats (a hung handler), or as
 // Cancelled when an operator asked for that and the handler ignored it. The
 // candidate seeks IX_JobsHot_Deadline.
 var qRescueExpired = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @rc INT;
+BEGIN TRANSACTION;
+` + rescueLockTaken + `
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, ` + cancelledReason + `,
     ` + cancelDetails(deadlineText) + `
 INTO {{s}}.JobsDLQ (` + dlqColumns + `)
 OUTPUT ` + rescuedOutput + `, deleted.DeadlineUtc, ` + cancelledReason + `, @now
-FROM {{s}}.JobsHot AS h WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
     FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     WHERE c.Status = 2 AND c.DeadlineUtc < @now
     ORDER BY c.DeadlineUtc
 ) AS x ON x.Id = h.Id
-WHERE h.Status = 2 AND h.DeadlineUtc < @now;`
+WHERE h.Status = 2 AND h.DeadlineUtc < @now;
+COMMIT TRANSACTION;`
 
 // deadlineText is the details of a move by phase 3 (jobs.DeadlineDetails
 // writes the same in Go).
@@ -705,27 +784,42 @@ OPTION (RECOMPILE);`
 }
 
 // qPurge deletes one bounded batch of archived or dead-lettered jobs,
-// oldest first: the candidate walks the finish-time index from its old end,
-// so a purge by age reads about as many rows as it deletes. It takes no
-// UPDLOCK: nothing updates an archived or dead-lettered row, and the locks
-// of rows read but not deleted (a queue or text filter the index does not
-// cover) would otherwise pile up towards escalation. READPAST on both sides
-// leaves rows another statement holds to a later batch.
+// oldest first, after the last job the batch before deleted (@afterUtc,
+// @afterId; @hasAfter 0 for the first): the candidate walks the
+// finish-time index from there, so a purge by age reads about as many rows
+// as it deletes. Starting every batch at the old end instead would read
+// again, at every batch, the ghost records of every row the batches before
+// it deleted, until the ghost cleanup task removes them (qTrim does the
+// same for the retention loop). It takes no UPDLOCK: nothing updates an
+// archived or dead-lettered row, and the locks of rows read but not deleted
+// (a queue or text filter the index does not cover) would otherwise pile
+// up towards escalation. READPAST on both sides leaves rows another
+// statement holds to a later purge. It returns how many it deleted and the
+// last of them.
 func (t tableSQL) qPurge() string {
 	return `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 ` + filterPrologue + `
+DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL);
 DELETE d
-FROM {{s}}.` + t.name + ` AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+OUTPUT deleted.FinishedAtUtc, deleted.Id INTO @gone
+FROM {{s}}.` + t.name + ` AS d WITH (` + outerHints(t.name) + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
     FROM {{s}}.` + t.name + ` AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
     ` + t.where("t") + `
+      AND (@hasAfter = 0 OR (t.FinishedAtUtc >= @afterUtc AND (t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)))
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id
 OPTION (RECOMPILE);
-SELECT @@ROWCOUNT;`
+` + lastGone
 }
+
+// lastGone reports a purge or trim step: how many rows @gone holds and the
+// last of them in (FinishedAtUtc, Id) order, NULLs when it is empty.
+const lastGone = `SELECT (SELECT COUNT(*) FROM @gone), g.FinishedAtUtc, g.Id
+FROM (SELECT 1 AS one) AS o
+LEFT JOIN (SELECT TOP (1) FinishedAtUtc, Id FROM @gone ORDER BY FinishedAtUtc DESC, Id DESC) AS g ON 1 = 1;`
 
 // qResurrect moves one bounded batch of dead letters back to Pending in one
 // transaction, oldest first: out of the DLQ into a table variable, then
@@ -752,7 +846,7 @@ DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails
 INTO @moved
-FROM {{s}}.JobsDLQ AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobsDLQ AS d WITH (` + outerHints("JobsDLQ") + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
     FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -924,7 +1018,7 @@ DECLARE @from DATETIME2(7) = CASE WHEN @hasAfter = 1 THEN @afterUtc ELSE CAST('0
 DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL);
 DELETE d
 OUTPUT deleted.FinishedAtUtc, deleted.Id INTO @gone
-FROM {{s}}.` + table + ` AS d WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.` + table + ` AS d WITH (` + outerHints(table) + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
     FROM {{s}}.` + table + ` AS t WITH (INDEX (` + index + `), FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -932,9 +1026,7 @@ INNER JOIN (
       AND (@hasAfter = 0 OR t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id;
-SELECT (SELECT COUNT(*) FROM @gone), g.FinishedAtUtc, g.Id
-FROM (SELECT 1 AS one) AS o
-LEFT JOIN (SELECT TOP (1) FinishedAtUtc, Id FROM @gone ORDER BY FinishedAtUtc DESC, Id DESC) AS g ON 1 = 1;`
+` + lastGone
 }
 
 // finishedCounts counts the jobs of both finished tables by queue and
@@ -1034,13 +1126,17 @@ DECLARE @n NVARCHAR(80) = @name;
 DELETE FROM {{s}}.Schedules WITH (ROWLOCK) WHERE Name = @n;
 SELECT @@ROWCOUNT;`
 
-// The database's compatibility level, which CheckSchema checks.
-// qServerLevel reads what CheckSchema checks: the database's compatibility
-// level, the engine's major version (15 is SQL Server 2019) and its edition
-// (5 Azure SQL Database, 8 Azure SQL Managed Instance: always current).
-const qServerLevel = `SELECT compatibility_level, CAST(SERVERPROPERTY('ProductMajorVersion') AS INT),
-    CAST(SERVERPROPERTY('EngineEdition') AS INT)
-FROM sys.databases WHERE database_id = DB_ID();`
+// qCaseSensitiveNames counts the schema's name columns that compare case
+// by case: queue and schedule names compare ignoring case in every store
+// (jobs.QueueKey), which on SQL Server is what the column's collation does
+// (COLLATIONPROPERTY's ComparisonStyle has bit 1, "ignore case", set; 0
+// for binary and fully sensitive collations). The columns take the
+// database's default collation when the migrations create them.
+const qCaseSensitiveNames = `SELECT COUNT(*), MIN(c.collation_name)
+FROM sys.columns AS c
+WHERE ((c.object_id IN (OBJECT_ID(@hot), OBJECT_ID(@archive), OBJECT_ID(@dlq)) AND c.name = N'Queue')
+    OR (c.object_id IN (OBJECT_ID(@queues), OBJECT_ID(@schedules)) AND c.name = N'Name'))
+  AND CAST(ISNULL(COLLATIONPROPERTY(c.collation_name, 'ComparisonStyle'), 0) AS INT) & 1 = 0;`
 
 const qNow = `SELECT SYSUTCDATETIME();`
 
@@ -1087,7 +1183,7 @@ type queries struct {
 	resurrect                                            string
 	purge, list, count                                   map[jobs.Table]string
 	getJob, queues, updateQueue, queueStats, now         string
-	queueDepths, serverLevel                             string
+	queueDepths, serverLevel, caseSensitiveNames         string
 	tableQueues                                          map[jobs.Table]string
 	syncSchedules, fireSchedule, schedules               string
 	pauseSchedule, deleteSchedule                        string
@@ -1136,38 +1232,39 @@ func render(name string) *queries {
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 	)
 	q := &queries{
-		enqueueKeyed:   r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
-		enqueueKeyedTx: r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
-		jobByKey:       r.Replace(qJobByKey),
-		adoptClaim:     r.Replace(qAdoptClaim),
-		serverLevel:    qServerLevel,
-		enqueueBatch:   r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
-		claim:          r.Replace(qClaim),
-		start:          r.Replace(qStart),
-		heartbeat:      r.Replace(qHeartbeat),
-		complete:       r.Replace(qComplete),
-		deadLetter:     r.Replace(qDeadLetter),
-		snooze:         r.Replace(qSnooze),
-		cancel:         r.Replace(qCancel),
-		transition:     r.Replace(qTransition),
-		release:        r.Replace(qRelease),
-		rescueFetched:  r.Replace(qRescueFetched),
-		rescueZombies:  r.Replace(qRescueZombies),
-		rescueExpired:  r.Replace(qRescueExpired),
-		resurrect:      r.Replace(qResurrect()),
-		getJob:         r.Replace(qGetJob),
-		queues:         r.Replace(qQueues),
-		updateQueue:    r.Replace(qUpdateQueue),
-		queueStats:     r.Replace(qQueueStats),
-		now:            qNow,
-		queueDepths:    r.Replace(qQueueDepths),
-		syncSchedules:  r.Replace(qSyncSchedules),
-		fireSchedule:   r.Replace(qFireSchedule),
-		schedules:      r.Replace(qSchedules),
-		pauseSchedule:  r.Replace(qPauseSchedule),
-		deleteSchedule: r.Replace(qDeleteSchedule),
-		finishedCounts: r.Replace(qFinishedCounts),
-		tableQueues:    map[jobs.Table]string{},
+		enqueueKeyed:       r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueKeyedTx:     r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
+		jobByKey:           r.Replace(qJobByKey),
+		adoptClaim:         r.Replace(qAdoptClaim),
+		serverLevel:        schema.ServerLevelQuery,
+		caseSensitiveNames: qCaseSensitiveNames,
+		enqueueBatch:       r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
+		claim:              r.Replace(qClaim),
+		start:              r.Replace(qStart),
+		heartbeat:          r.Replace(qHeartbeat),
+		complete:           r.Replace(qComplete),
+		deadLetter:         r.Replace(qDeadLetter),
+		snooze:             r.Replace(qSnooze),
+		cancel:             r.Replace(qCancel),
+		transition:         r.Replace(qTransition),
+		release:            r.Replace(qRelease),
+		rescueFetched:      r.Replace(qRescueFetched),
+		rescueZombies:      r.Replace(qRescueZombies),
+		rescueExpired:      r.Replace(qRescueExpired),
+		resurrect:          r.Replace(qResurrect()),
+		getJob:             r.Replace(qGetJob),
+		queues:             r.Replace(qQueues),
+		updateQueue:        r.Replace(qUpdateQueue),
+		queueStats:         r.Replace(qQueueStats),
+		now:                qNow,
+		queueDepths:        r.Replace(qQueueDepths),
+		syncSchedules:      r.Replace(qSyncSchedules),
+		fireSchedule:       r.Replace(qFireSchedule),
+		schedules:          r.Replace(qSchedules),
+		pauseSchedule:      r.Replace(qPauseSchedule),
+		deleteSchedule:     r.Replace(qDeleteSchedule),
+		finishedCounts:     r.Replace(qFinishedCounts),
+		tableQueues:        map[jobs.Table]string{},
 		trim: map[jobs.Table]string{
 			jobs.TableArchive: r.Replace(qTrim("JobsArchive", "IX_JobsArchive_Queue")),
 			jobs.TableDLQ:     r.Replace(qTrim("JobsDLQ", "IX_JobsDLQ_Queue")),

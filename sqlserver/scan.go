@@ -22,12 +22,13 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			snoozes                                         int64
 			cancelAt                                        sql.NullTime
 			cancelNote                                      sql.NullString
+			heartbeatMaxMs                                  sql.NullInt64
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
 			&started, &heartbeat, &deadline, &lastErr,
 			&done, &durationMs, &reason, &details,
-			&snoozes, &cancelAt, &cancelNote)
+			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs)
 		if err != nil {
 			return nil, err
 		}
@@ -43,6 +44,7 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 		j.LastUpdatedAt, j.StartedAt, j.HeartbeatAt = utc(lastUpdated), utc(started), utc(heartbeat)
 		j.DeadlineAt, j.FinishedAt = utc(deadline), utc(done)
 		j.Duration = time.Duration(durationMs.Int64) * time.Millisecond
+		j.HeartbeatMax = time.Duration(heartbeatMaxMs.Int64) * time.Millisecond
 		j.FailureReason = jobs.FailureReason(reason.Int64)
 		out = append(out, &j)
 	}

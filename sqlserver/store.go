@@ -154,31 +154,28 @@ func (s *Store) Schema() string { return s.schema }
 func (s *Store) Close() error { return s.db.Close() }
 
 // MinCompatibilityLevel is the lowest database compatibility level the
-// store's statements are written and reviewed for (130, SQL Server 2016's:
-// no statement needs a later one). The engine itself must be SQL Server
-// 2019 (MinServerVersion) or Azure SQL: the migrations set
-// OPTIMIZE_FOR_SEQUENTIAL_KEY, which older engines do not know.
-const MinCompatibilityLevel = 130
+// store's statements are written and reviewed for (schema's).
+const MinCompatibilityLevel = schema.MinCompatibilityLevel
 
 // MinServerVersion is the lowest SQL Server major version the store runs
-// on: 15, SQL Server 2019. Azure SQL Database and Managed Instance always
-// qualify.
-const MinServerVersion = 15
+// on: 15, SQL Server 2019 (schema's). Azure SQL Database and Managed
+// Instance always qualify.
+const MinServerVersion = schema.MinServerVersion
 
 // ErrServerVersion is wrapped by CheckSchema's error for an engine older
-// than MinServerVersion.
-var ErrServerVersion = errors.New("sqlserver: SQL Server 2019 or later, or Azure SQL, is needed")
+// than MinServerVersion; it is schema.ErrServerVersion, which schema.Up
+// returns for the same server.
+var ErrServerVersion = schema.ErrServerVersion
 
 // ErrCompatibilityLevel is wrapped by CheckSchema's error for a database
-// whose compatibility level is below MinCompatibilityLevel.
-var ErrCompatibilityLevel = errors.New("sqlserver: database compatibility level too low")
+// whose compatibility level is below MinCompatibilityLevel; it is
+// schema.ErrCompatibilityLevel.
+var ErrCompatibilityLevel = schema.ErrCompatibilityLevel
 
 // CheckSchema returns nil when the schema is migrated to exactly the version
 // this binary expects (see package schema for the sentinel errors), the
 // engine is at least MinServerVersion and the database's compatibility
-// level is at least MinCompatibilityLevel. A database upgraded from an
-// older SQL Server keeps its old level, which the server does not raise by
-// itself.
+// level is at least MinCompatibilityLevel (schema.CheckServerLevel).
 func (s *Store) CheckSchema(ctx context.Context) error {
 	var level, major, edition int64
 	err := s.do(ctx, "server level", idempotent, func(ctx context.Context) error {
@@ -187,15 +184,41 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("sqlserver: read the server's version and the database's compatibility level: %w", err)
 	}
-	if cloud := edition == 5 || edition == 8; !cloud && major < MinServerVersion {
-		return fmt.Errorf("%w: this server is major version %d", ErrServerVersion, major)
+	if err := schema.CheckServerLevel(level, major, edition); err != nil {
+		return err
 	}
-	if level < MinCompatibilityLevel {
-		return fmt.Errorf("%w: the database is at level %d, the store needs at least %d; raise it with "+
-			"ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150 (SQL Server 2019; 160 for 2022), after testing your own queries at that level",
-			ErrCompatibilityLevel, level, MinCompatibilityLevel)
+	if err := schema.Check(ctx, s.db, s.schema); err != nil {
+		return err
 	}
-	return schema.Check(ctx, s.db, s.schema)
+	return s.checkNameCollation(ctx)
+}
+
+// ErrCaseSensitiveNames is wrapped by CheckSchema's error for a schema
+// whose queue or schedule name columns compare case by case.
+var ErrCaseSensitiveNames = errors.New("sqlserver: the schema's queue and schedule names compare case-sensitively")
+
+// checkNameCollation refuses name columns whose collation does not ignore
+// case: every store compares queue and schedule names ignoring case
+// (jobs.QueueKey), and SQL Server's statements compare them by collation,
+// so on a case-sensitive one "orders" and "Orders" would be two queues
+// here and one everywhere else.
+func (s *Store) checkNameCollation(ctx context.Context) error {
+	var n int64
+	var collation sql.NullString
+	table := func(t string) mssql.NVarCharMax { return text(s.schema + "." + t) }
+	err := s.do(ctx, "name collation", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.caseSensitiveNames, named("hot", table("JobsHot")), named("archive", table("JobsArchive")),
+			named("dlq", table("JobsDLQ")), named("queues", table("Queues")), named("schedules", table("Schedules"))).Scan(&n, &collation)
+	})
+	if err != nil {
+		return fmt.Errorf("sqlserver: read the collation of the schema's name columns: %w", err)
+	}
+	if n > 0 {
+		return fmt.Errorf("%w (collation %s): chokaq-go compares queue and schedule names ignoring case; "+
+			"use a database whose default collation ignores case (SQL Server's default, SQL_Latin1_General_CP1_CI_AS, does) and migrate the schema there",
+			ErrCaseSensitiveNames, collation.String)
+	}
+	return nil
 }
 
 // querier is what a statement needs: the pool or a caller's transaction.
@@ -273,10 +296,15 @@ func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams,
 	key := named("key", text(p.IdempotencyKey))
 	for range 3 {
 		err := q.QueryRowContext(ctx, stmt, named("items", items), key, named("lockTimeoutMs", s.lockTimeoutMs())).Scan(&r.ID, &r.Duplicate)
-		if !isDuplicateKey(err) || inTx {
-			// Inside a caller's transaction the statement already read the
-			// job that won the key; an error left here is the caller's.
+		if !isDuplicateKey(err) {
 			return r, err
+		}
+		if inTx {
+			// The statement read the job that won the key and found it gone
+			// again (it finished between the conflict and the re-read), and
+			// rethrew. Under XACT_ABORT OFF only the failed insert was rolled
+			// back: the caller's transaction goes on, and the key is free.
+			continue
 		}
 		// The key was taken by a path that takes no key lock (resurrect)
 		// between the check and the insert, and the insert rolled back:
@@ -430,10 +458,10 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 		if len(out) >= p.Limit {
 			break
 		}
-		if seen[queue] {
-			continue
+		if seen[jobs.QueueKey(queue)] {
+			continue // the same queue: names compare ignoring case
 		}
-		seen[queue] = true
+		seen[jobs.QueueKey(queue)] = true
 		var got []*jobs.Job
 		claimID := s.newClaimID()
 		attempt := 0
@@ -496,7 +524,7 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	var found bool
 	err := s.do(ctx, "start", idempotent, func(ctx context.Context) error {
 		err := s.db.QueryRowContext(ctx, s.q.start, named("id", ref.ID), named("lease", ref.Lease),
-			named("defaultMs", p.DefaultTimeout.Milliseconds())).
+			named("defaultMs", p.DefaultTimeout.Milliseconds()), named("heartbeatMaxMs", p.HeartbeatMax.Milliseconds())).
 			Scan(&st.AttemptCount, &st.StartedAt, &st.DeadlineAt)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -742,7 +770,11 @@ func (s *Store) rescue(ctx context.Context, op, stmt string, p jobs.RescueParams
 	var out []jobs.Rescued
 	err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
 		out = out[:0]
-		rows, err := s.db.QueryContext(ctx, stmt, named("limit", int64(p.RescueLimit())), named("timeoutMs", p.Timeout.Milliseconds()))
+		args := []any{named("limit", int64(p.RescueLimit())), named("timeoutMs", p.Timeout.Milliseconds())}
+		if stmt != s.q.rescueFetched {
+			args = append(args, named("lockTimeoutMs", s.lockTimeoutMs())) // phases 2 and 3 take the rescue lock
+		}
+		rows, err := s.db.QueryContext(ctx, stmt, args...)
 		if err != nil {
 			return err
 		}
@@ -869,7 +901,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	if p.Payload != nil && len(p.Payload) > s.limits.MaxPayload() {
 		return 0, &jobs.ValidationError{Field: "payload", Value: p.Payload, Rule: fmt.Sprintf("must be at most %d bytes", s.limits.MaxPayload())}
 	}
-	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, 0, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
+	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
 }
 
 // Purge implements jobs.Store, in bounded batches.
@@ -880,13 +912,49 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	if err := jobs.CheckBulk(p.Table, p.Filter, p.All); err != nil {
 		return 0, err
 	}
-	return s.bulk(ctx, "purge "+p.Table.String(), s.q.purge[p.Table], p.Filter, p.Limit)
+	return s.purge(ctx, p)
+}
+
+// purge repeats qPurge until a short batch (or p.Limit), each batch
+// starting after the last job the one before deleted. As bulk, only jobs
+// that finished before the purge began are touched.
+func (s *Store) purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
+	op := "purge " + p.Table.String()
+	asOf, err := s.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	args := s.filterArgs(p.Filter, &asOf)
+	total := 0
+	var after jobs.TrimKey
+	for {
+		batch := s.bulkBatch
+		if p.Limit > 0 {
+			batch = min(batch, p.Limit-total)
+		}
+		var n int64
+		var last sql.NullTime
+		var lastID sql.NullInt64
+		err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
+			return s.db.QueryRowContext(ctx, s.q.purge[p.Table], append(args, named("limit", int64(batch)),
+				named("hasAfter", flag(after.ID != 0)), named("afterUtc", instant(after.FinishedAt)), named("afterId", after.ID))...).
+				Scan(&n, &last, &lastID)
+		})
+		if err != nil {
+			return total, fmt.Errorf("sqlserver: %s stopped after %d jobs: %w", op, total, err)
+		}
+		total += int(n)
+		if int(n) < batch || (p.Limit > 0 && total >= p.Limit) || !last.Valid || !lastID.Valid {
+			return total, nil
+		}
+		after = jobs.TrimKey{FinishedAt: last.Time.UTC(), ID: lastID.Int64}
+	}
 }
 
 // bulk repeats a batch statement until a short batch. Only rows that existed
 // when the operation began are touched (asOf), so a job that fails again
 // while a resurrect runs is not picked up a second time.
-func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, most int, extra ...any) (int, error) {
+func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, extra ...any) (int, error) {
 	asOf, err := s.Now(ctx)
 	if err != nil {
 		return 0, err
@@ -895,9 +963,6 @@ func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, most i
 	total := 0
 	for {
 		batch := s.bulkBatch
-		if most > 0 {
-			batch = min(batch, most-total)
-		}
 		var n int64
 		err := s.do(ctx, op, idempotent, func(ctx context.Context) error {
 			err := s.db.QueryRowContext(ctx, stmt, append(args, named("limit", int64(batch)))...).Scan(&n)
@@ -913,7 +978,7 @@ func (s *Store) bulk(ctx context.Context, op, stmt string, f jobs.Filter, most i
 			return total, fmt.Errorf("sqlserver: %s stopped after %d jobs: %w", op, total, err)
 		}
 		total += int(n)
-		if int(n) < batch || (most > 0 && total >= most) {
+		if int(n) < batch {
 			return total, nil
 		}
 	}
@@ -1073,10 +1138,13 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 // queueRow is one row of the QueueList table type.
 type queueRow struct{ Name string }
 
-// queueTVP dedupes names (the table type has a primary key).
+// queueTVP dedupes names as the type's primary key compares them, by the
+// database's collation, which ignores case (CheckSchema checks it): a key
+// that only compared bytes sent "orders" and "Orders" both, and the
+// server refused the list with error 2627. The first spelling stays.
 func (s *Store) queueTVP(queues []string) mssql.TVP {
 	rows := make([]queueRow, 0, len(queues))
-	for _, q := range slices.Compact(slices.Sorted(slices.Values(queues))) {
+	for _, q := range jobs.UniqueQueues(queues) {
 		rows = append(rows, queueRow{Name: q})
 	}
 	return mssql.TVP{TypeName: s.schema + ".QueueList", Value: rows}

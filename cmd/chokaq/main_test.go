@@ -374,6 +374,7 @@ func TestQueuesAndStats(t *testing.T) {
 	}
 	wantExit(t, runIn(t, s, "", "queues", "resume", "mail"), exitOK)
 	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--zombie-timeout", "1500ms"), exitUsage, "whole seconds")
+	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--zombie-timeout", "1s"), exitUsage, "zombie_timeout 1s: must be more than 36s")
 	wantExit(t, runIn(t, s, "", "queues", "set", "mail"), exitUsage, "nothing to set")
 	wantExit(t, runIn(t, s, "", "queues", "set", "bad queue!", "--max-workers", "1"), exitUsage, "queue")
 	deadLetters(t, s, "mail", 1, jobs.ReasonFatal)

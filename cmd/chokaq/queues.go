@@ -74,10 +74,12 @@ func (a *app) queuesCommand() *cobra.Command {
 			if u == (jobs.QueueUpdate{}) {
 				return u, usage("nothing to set: give --max-workers, --zombie-timeout, --execution-timeout, --archive-retention or --dead-letter-retention")
 			}
-			return u, nil
+			// Processes are running: a zombie timeout none of them with
+			// default heartbeats could honour is refused.
+			return u, u.ValidateAtRunTime()
 		})
 	set.Flags().Int("max-workers", 0, "fleet-wide cap on Fetched plus Processing jobs (0: unlimited)")
-	set.Flags().Duration("zombie-timeout", 0, "heartbeat silence before rescue dead-letters a job (0: global)")
+	set.Flags().Duration("zombie-timeout", 0, "heartbeat silence before rescue dead-letters a job: more than 36s, or 0 for the global one (rescue waits 3 x a job's own heartbeat maximum anyway)")
 	set.Flags().Duration("execution-timeout", 0, "hard deadline of one execution (0: the processor default)")
 	set.Flags().String("archive-retention", "", "how long the queue's succeeded jobs are kept: 7d, 36h, forever, or default (Retention.Archive)")
 	set.Flags().String("dead-letter-retention", "", "how long the queue's dead letters are kept: 30d, forever, or default (Retention.DeadLetters)")

@@ -23,7 +23,7 @@
  *   #define BROKEN_ADOPT_BY_WORKER       I1  adoption matches WorkerId, not ClaimId
  *   #define BROKEN_SPLIT_MOVE            I2  complete deletes, then inserts, in two statements
  *   #define BROKEN_PHASE1_BUMPS_ATTEMPT  I3  rescue phase 1 adds one to AttemptCount
- *   #define BROKEN_ZOMBIE_BELOW_BEAT     I3  a queue's zombie timeout below the heartbeat interval
+ *   #define BROKEN_NO_HEARTBEAT_FLOOR    I3  phase 2 ignores the heartbeat maximum a start recorded
  *   #define BROKEN_ZOMBIE_TO_PENDING     I4  rescue phase 2 sends expired jobs back to Pending
  *   #define BROKEN_COUNT_OUTSIDE_LOCK    I6  the claim counts active jobs before it locks the queue
  *   #define BROKEN_CHAIN_UNBEATEN        I3  a chained start's job is beaten only once its start is confirmed
@@ -54,11 +54,9 @@
 #define RA 1            /* ReleaseAfter = FetchedJobTimeout / 2 */
 #define FT 2            /* FetchedJobTimeout (rescue phase 1) */
 #define ZT0 2           /* ProcessingZombieTimeout: queue 0 sets no zombie timeout */
-#ifdef BROKEN_ZOMBIE_BELOW_BEAT
-#define ZT1 0
-#else
-#define ZT1 1           /* queue 1's ZombieTimeoutSeconds */
-#endif
+#define ZT1 0           /* queue 1's ZombieTimeoutSeconds: below the heartbeat interval, as an
+                           operator or another process may set it (only the run-time paths
+                           refuse it); the floor of ZEFF keeps its live jobs alive */
 #define ET0 2           /* DefaultTimeout: queue 0 sets no execution timeout */
 #define ET1 1           /* queue 1's ExecutionTimeoutSeconds */
 #define MAXW0 1         /* queue 0's MaxWorkers; queue 1 has none */
@@ -67,6 +65,15 @@
 #define CAPH 3
 #define CAPS 3
 #define ZT(q) ((q) == 0 -> ZT0 : ZT1)
+/* The silence phase 2 waits for (jobs.ZombieTimeout): the queue's zombie
+ * timeout, but never less than the heartbeat maximum every start records
+ * (StartParams.HeartbeatMax; the code waits 3 x it, a margin for beats a
+ * loaded process misses, which the model's live processes never do). */
+#ifdef BROKEN_NO_HEARTBEAT_FLOOR
+#define ZEFF(q) ZT(q)
+#else
+#define ZEFF(q) (ZT(q) > HBMAX -> ZT(q) : HBMAX)
+#endif
 #define ET(q) ((q) == 0 -> ET0 : ET1)
 
 /* JobsHot.Status */
@@ -763,7 +770,7 @@ end:
 #define RESCUE_OPTIONS(J) \
   :: d_step { inHot[J] && st[J] == FETCH && ageU[J] > FT -> PHASE1_ATTEMPT(J) toPending(J, 0); due[J] = 1; \
        SAY("RescueFetched (phase 1): job %d Fetched -> Pending\n", J) } \
-  :: d_step { inHot[J] && st[J] == PROC && ageH[J] > ZT(qof[J]) -> \
+  :: d_step { inHot[J] && st[J] == PROC && ageH[J] > ZEFF(qof[J]) -> \
        if \
        :: kept[J] -> badI3b = 1 \
        :: else -> skip \

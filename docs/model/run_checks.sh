@@ -178,7 +178,7 @@ liveness_lane() {
   # L1 must then fail, or the fairness assumption would be doing nothing.
   check "L1 without fairness" live cycle -m100000 -w23 -a -N L1
   echo "model: broken variants (each must be caught)"
-  broken BROKEN_ZOMBIE_BELOW_BEAT I3 1
+  broken BROKEN_NO_HEARTBEAT_FLOOR I3 1
   broken BROKEN_ZOMBIE_TO_PENDING I4 1
   broken BROKEN_COUNT_OUTSIDE_LOCK I6 1
 }

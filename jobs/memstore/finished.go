@@ -15,6 +15,9 @@ import (
 // leaves a stale entry, told by its finish instant, which the walk skips
 // and compaction drops.
 type finishLog struct {
+	// name is the queue as the first job that entered the log spelt it:
+	// logs are kept by jobs.QueueKey, as SQL Server's index compares names.
+	name    string
 	entries []finishEntry
 	head    int // entries before head are gone
 }
@@ -37,21 +40,21 @@ func (s *Store) logFinished(j *jobs.Job) {
 		logs = map[string]*finishLog{}
 		s.finished[j.Table] = logs
 	}
-	l := logs[j.Queue]
+	l := logs[jobs.QueueKey(j.Queue)]
 	if l == nil {
-		l = &finishLog{}
-		logs[j.Queue] = l
+		l = &finishLog{name: j.Queue}
+		logs[jobs.QueueKey(j.Queue)] = l
 	}
 	l.entries = append(l.entries, finishEntry{job: j, at: j.FinishedAt})
 	// Entries that outlived their jobs (purged by ID, resurrected) must
 	// not pin them: compact when half the log is gone.
 	if len(l.entries) >= 1024 && len(l.entries)&(len(l.entries)-1) == 0 {
-		s.compact(j.Table, j.Queue, l)
+		s.compact(j.Table, jobs.QueueKey(j.Queue), l)
 	}
 }
 
-// compact drops gone and stale entries.
-func (s *Store) compact(t jobs.Table, queue string, l *finishLog) {
+// compact drops gone and stale entries of the log kept under key.
+func (s *Store) compact(t jobs.Table, key string, l *finishLog) {
 	kept := l.entries[:0]
 	for _, e := range l.entries[l.head:] {
 		if s.live(t, e) {
@@ -61,14 +64,14 @@ func (s *Store) compact(t jobs.Table, queue string, l *finishLog) {
 	clear(l.entries[len(kept):])
 	l.entries, l.head = kept, 0
 	if len(kept) == 0 {
-		delete(s.finished[t], queue)
+		delete(s.finished[t], key)
 	}
 }
 
 // trimOldest deletes up to limit jobs of queue from table t that finished
 // before cutoff, oldest first, and returns how many and the last one.
 func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit int) (int, jobs.TrimKey) {
-	l := s.finished[t][queue]
+	l := s.finished[t][jobs.QueueKey(queue)]
 	if l == nil {
 		return 0, jobs.TrimKey{}
 	}
@@ -89,7 +92,7 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 		l.head++
 	}
 	if l.head > len(l.entries)/2 {
-		s.compact(t, queue, l)
+		s.compact(t, jobs.QueueKey(queue), l)
 	}
 	return n, last
 }
@@ -128,17 +131,17 @@ func (s *Store) FinishedCounts(ctx context.Context, p jobs.FinishedCountsParams)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	type key struct {
+	type bucket struct {
 		start  time.Time
 		queue  string
 		table  jobs.Table
 		reason jobs.FailureReason
 	}
-	counts := map[key]int64{}
+	counts := map[bucket]int64{}
 	s.mu.Lock()
 	for _, t := range []jobs.Table{jobs.TableArchive, jobs.TableDLQ} {
-		for queue, l := range s.finished[t] {
-			if p.Queue != "" && queue != p.Queue {
+		for key, l := range s.finished[t] {
+			if p.Queue != "" && key != jobs.QueueKey(p.Queue) {
 				continue
 			}
 			for i := len(l.entries) - 1; i >= l.head; i-- {
@@ -149,7 +152,7 @@ func (s *Store) FinishedCounts(ctx context.Context, p jobs.FinishedCountsParams)
 				if !e.at.Before(p.To) || !s.live(t, e) {
 					continue
 				}
-				k := key{start: p.BucketOf(e.at), queue: queue, table: t}
+				k := bucket{start: p.BucketOf(e.at), queue: l.name, table: t}
 				if t == jobs.TableDLQ {
 					k.reason = e.job.FailureReason
 				}

@@ -27,7 +27,9 @@ type Store struct {
 	archive map[int64]*jobs.Job
 	dlq     map[int64]*jobs.Job
 	idem    map[string]int64 // idempotency key -> hot job ID
-	queues  map[string]*queueState
+	// queues holds each queue's control row and claim indexes, by
+	// jobs.QueueKey: queue names compare ignoring case, as on SQL Server.
+	queues map[string]*queueState
 	// schedules holds the schedules' state (schedule.go), by lower-case
 	// name: names compare ignoring case, as on SQL Server.
 	schedules map[string]*jobs.ScheduleState
@@ -88,17 +90,20 @@ type queueState struct {
 }
 
 func (s *Store) queue(name string) *queueState {
-	q := s.queues[name]
+	q := s.queues[jobs.QueueKey(name)]
 	if q == nil {
 		q = &queueState{
 			settings:  jobs.QueueSettings{Name: name},
 			ready:     jobHeap{less: readyOrder},
 			scheduled: jobHeap{less: dueOrder},
 		}
-		s.queues[name] = q
+		s.queues[jobs.QueueKey(name)] = q
 	}
 	return q
 }
+
+// queueOf returns the state of an existing queue, or nil.
+func (s *Store) queueOf(name string) *queueState { return s.queues[jobs.QueueKey(name)] }
 
 // pushPending indexes a job that just became Pending.
 func (s *Store) pushPending(j *jobs.Job, now time.Time) {
@@ -190,8 +195,8 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 	now := s.now()
 	var out []*jobs.Job
 	var block []jobs.Job // the copies handed out, allocated a block at a time
-	for _, name := range uniq(p.Queues) {
-		q := s.queues[name]
+	for _, name := range jobs.UniqueQueues(p.Queues) {
+		q := s.queueOf(name)
 		if q == nil || q.settings.Paused {
 			continue
 		}
@@ -259,13 +264,14 @@ func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (job
 		return jobs.Started{}, fmt.Errorf("memstore: start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	timeout := p.DefaultTimeout
-	if q := s.queues[j.Queue]; q != nil && q.settings.ExecutionTimeout > 0 {
+	if q := s.queueOf(j.Queue); q != nil && q.settings.ExecutionTimeout > 0 {
 		timeout = q.settings.ExecutionTimeout
 	}
 	j.Status = jobs.StatusProcessing
 	j.AttemptCount++
 	j.StartedAt, j.HeartbeatAt, j.LastUpdatedAt = now, now, now
 	j.DeadlineAt = now.Add(timeout)
+	j.HeartbeatMax = p.HeartbeatMax.Truncate(time.Millisecond) // what SQL Server keeps
 	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout}, nil
 }
 
@@ -476,13 +482,14 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 func toPending(j *jobs.Job, now time.Time) {
 	j.Status = jobs.StatusPending
 	j.WorkerID = ""
-	j.StartedAt, j.HeartbeatAt, j.DeadlineAt = time.Time{}, time.Time{}, time.Time{}
+	j.StartedAt, j.HeartbeatAt, j.DeadlineAt, j.HeartbeatMax = time.Time{}, time.Time{}, time.Time{}, 0
 	j.LastUpdatedAt = now
 }
 
 // removeHot takes a job out of the hot set. A Pending job's entry in its
 // queue's heaps goes stale and is skipped when popped.
 func (s *Store) removeHot(j *jobs.Job) {
+	j.HeartbeatMax = 0 // hot jobs only, as on SQL Server
 	delete(s.hot, j.ID)
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
 		delete(s.idem, j.IdempotencyKey)
@@ -554,9 +561,10 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 			continue
 		}
 		timeout := p.Timeout
-		if q := s.queues[j.Queue]; q != nil && q.settings.ZombieTimeout > 0 {
+		if q := s.queueOf(j.Queue); q != nil && q.settings.ZombieTimeout > 0 {
 			timeout = q.settings.ZombieTimeout
 		}
+		timeout = jobs.ZombieTimeout(timeout, j.HeartbeatMax)
 		seen := j.HeartbeatAt
 		if seen.IsZero() {
 			seen = j.LastUpdatedAt
@@ -725,7 +733,7 @@ func (s *Store) matching(t jobs.Table, f jobs.Filter, now time.Time) []*jobs.Job
 }
 
 func matches(j *jobs.Job, f jobs.Filter, now time.Time) bool {
-	if f.Queue != "" && j.Queue != f.Queue {
+	if f.Queue != "" && jobs.QueueKey(j.Queue) != jobs.QueueKey(f.Queue) {
 		return false
 	}
 	if f.Type != "" && j.Type != f.Type {
@@ -846,6 +854,9 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := s.queue(name)
+	if !q.hasRow { // the row is created with the name it is given, as a row is inserted
+		q.settings.Name = name
+	}
 	q.settings = u.Apply(q.settings)
 	q.hasRow = true
 	return q.settings, nil
@@ -859,18 +870,25 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	// One entry per queue as stores compare names (jobs.QueueKey), shown
+	// by its control row's name, else by the smallest spelling among its
+	// jobs, so that the name does not change from one poll to the next.
 	stats := map[string]*jobs.QueueStats{}
+	named := map[string]bool{}
 	get := func(name string) *jobs.QueueStats {
-		st := stats[name]
+		st := stats[jobs.QueueKey(name)]
 		if st == nil {
 			st = &jobs.QueueStats{Queue: name}
-			stats[name] = st
+			stats[jobs.QueueKey(name)] = st
+		} else if !named[jobs.QueueKey(name)] && name < st.Queue {
+			st.Queue = name
 		}
 		return st
 	}
-	for name, q := range s.queues {
+	for key, q := range s.queues {
 		if q.hasRow {
-			st := get(name)
+			st := get(q.settings.Name)
+			st.Queue, named[key] = q.settings.Name, true
 			st.Paused, st.MaxWorkers = q.settings.Paused, q.settings.MaxWorkers
 		}
 	}
@@ -925,8 +943,8 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 	defer s.mu.Unlock()
 	out := make([]jobs.QueueDepth, 0, len(queues))
 	idx := map[string]int{}
-	for _, q := range uniq(queues) {
-		idx[q] = len(out)
+	for _, q := range jobs.UniqueQueues(queues) {
+		idx[jobs.QueueKey(q)] = len(out)
 		out = append(out, jobs.QueueDepth{Queue: q})
 	}
 	bump := func(n *int64) {
@@ -935,7 +953,7 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 		}
 	}
 	for _, j := range s.hot {
-		i, ok := idx[j.Queue]
+		i, ok := idx[jobs.QueueKey(j.Queue)]
 		if !ok {
 			continue
 		}
@@ -959,16 +977,6 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	return s.now(), nil
 }
 
-func uniq(qs []string) []string {
-	out := make([]string, 0, len(qs))
-	for _, q := range qs {
-		if !slices.Contains(out, q) {
-			out = append(out, q)
-		}
-	}
-	return out
-}
-
 func compareInt64(a, b int64) int {
 	switch {
 	case a < b:
@@ -987,14 +995,24 @@ func (s *Store) TableQueues(ctx context.Context, t jobs.Table, after string) ([]
 	if !t.Valid() {
 		return nil, &jobs.ValidationError{Field: "table", Value: t, Rule: "must be hot, archive or dlq"}
 	}
+	// One name per queue as stores compare names (jobs.QueueKey), its
+	// smallest spelling, in key order; the page starts after after's key.
 	s.mu.Lock()
-	seen := map[string]bool{}
+	names := map[string]string{}
 	for _, j := range s.table(t) {
-		if j.Queue > after {
-			seen[j.Queue] = true
+		k := jobs.QueueKey(j.Queue)
+		if k <= jobs.QueueKey(after) {
+			continue
+		}
+		if n, ok := names[k]; !ok || j.Queue < n {
+			names[k] = j.Queue
 		}
 	}
 	s.mu.Unlock()
-	out := slices.Sorted(maps.Keys(seen))
-	return out[:min(len(out), jobs.MaxStatsQueues)], nil
+	keys := slices.Sorted(maps.Keys(names))
+	out := make([]string, 0, min(len(keys), jobs.MaxStatsQueues))
+	for _, k := range keys[:min(len(keys), jobs.MaxStatsQueues)] {
+		out = append(out, names[k])
+	}
+	return out, nil
 }

@@ -273,23 +273,23 @@ func invariantUncertainNotRerun(t *testing.T, h *Harness) {
 
 // I5: a queue's own zombie and execution timeouts apply to its jobs only.
 func invariantPerQueueTimeouts(t *testing.T, h *Harness) {
-	setQueue(t, h, "tight", jobs.QueueUpdate{ZombieTimeout: secs(30), ExecutionTimeout: secs(45)})
+	setQueue(t, h, "tight", jobs.QueueUpdate{ZombieTimeout: secs(40), ExecutionTimeout: secs(60)})
 	tightZombie := running(t, h, jobs.EnqueueParams{Queue: "tight"})
 	tightHung := running(t, h, jobs.EnqueueParams{Queue: "tight"})
 	plain := running(t, h, jobs.EnqueueParams{})
-	h.Advance(t, 20*time.Second)
+	h.Advance(t, 25*time.Second)
 	beat(t, h, tightHung.Ref(), plain.Ref())
-	h.Advance(t, 20*time.Second) // 40s: tightZombie silent for 40s > 30s
+	h.Advance(t, 25*time.Second) // 50s: tightZombie silent for 50s > 40s
 	beat(t, h, tightHung.Ref(), plain.Ref())
 	if got := rescuedIDs(rescueZombies(t, h)); len(got) != 1 || got[0] != tightZombie.ID {
-		t.Fatalf("phase 2 rescued %v, want only %d (queue timeout 30s)", got, tightZombie.ID)
+		t.Fatalf("phase 2 rescued %v, want only %d (queue timeout 40s)", got, tightZombie.ID)
 	}
 	if got := rescuedIDs(rescueExpired(t, h)); len(got) != 0 {
-		t.Fatalf("phase 3 rescued %v before the 45s deadline", got)
+		t.Fatalf("phase 3 rescued %v before the 60s deadline", got)
 	}
-	h.Advance(t, 10*time.Second) // 50s: past the tight queue's 45s deadline
+	h.Advance(t, 15*time.Second) // 65s: past the tight queue's 60s deadline
 	if got := rescuedIDs(rescueExpired(t, h)); len(got) != 1 || got[0] != tightHung.ID {
-		t.Fatalf("phase 3 rescued %v, want only %d (queue deadline 45s)", got, tightHung.ID)
+		t.Fatalf("phase 3 rescued %v, want only %d (queue deadline 60s)", got, tightHung.ID)
 	}
 	wantHot(t, h, plain.ID, jobs.StatusProcessing)
 }

@@ -36,6 +36,18 @@ func rescueExpired(t *testing.T, h *Harness) []jobs.Rescued {
 	return rs
 }
 
+// runningWith enqueues one job on queue, claims it and starts it with
+// heartbeatMax recorded.
+func runningWith(t *testing.T, h *Harness, queue string, heartbeatMax time.Duration) *jobs.Job {
+	t.Helper()
+	enqueue(t, h, jobs.EnqueueParams{Queue: queue})
+	j := claimOne(t, h, queue)
+	if _, err := h.Store.Start(ctxOf(t), j.Ref(), jobs.StartParams{DefaultTimeout: defaultTimeout, HeartbeatMax: heartbeatMax}); err != nil {
+		t.Fatalf("Start(%+v): %v", j.Ref(), err)
+	}
+	return j
+}
+
 var rescueCases = []testCase{
 	{"Phase1ReturnsExpiredFetchedToPending", func(t *testing.T, h *Harness) {
 		enqueueN(t, h, 2, jobs.EnqueueParams{})
@@ -133,6 +145,58 @@ var rescueCases = []testCase{
 		wantLeaseLost(t, "Complete after the deadline", h.Store.Complete(ctxOf(t), j.Ref()))
 		wantTable(t, h, j.ID, jobs.TableDLQ)
 		wantHot(t, h, other.ID, jobs.StatusProcessing)
+	}},
+	{"Phase2WaitsThreeOfTheJobsHeartbeatMaximaWhateverItsQueueSays", func(t *testing.T, h *Harness) {
+		setQueue(t, h, "quick", jobs.QueueUpdate{ZombieTimeout: secs(40)})
+		slow := runningWith(t, h, "quick", 20*time.Second) // beats up to 20s apart: a zombie after 60s, not 40s
+		plain := runningWith(t, h, "quick", 0)             // nothing recorded: the queue's 40s
+		h.Advance(t, 45*time.Second)
+		if got := rescuedIDs(rescueZombies(t, h)); !slices.Equal(got, []int64{plain.ID}) {
+			t.Fatalf("after 45s of silence phase 2 rescued %v, want only job %d (a job beating every 20s is alive for 60s)", got, plain.ID)
+		}
+		h.Advance(t, 16*time.Second)
+		rs := rescueZombies(t, h)
+		if !slices.Equal(rescuedIDs(rs), []int64{slow.ID}) || rs[0].Reason != jobs.ReasonZombie {
+			t.Fatalf("after 61s phase 2 rescued %+v, want job %d as a zombie", rs, slow.ID)
+		}
+		if d := wantTable(t, h, slow.ID, jobs.TableDLQ); !strings.Contains(d.ErrorDetails, "timeout 60s") {
+			t.Fatalf("details %q, want the timeout applied: 60s", d.ErrorDetails)
+		}
+	}},
+	{"Phase2GlobalTimeoutYieldsToTheJobsHeartbeatMaximumToo", func(t *testing.T, h *Harness) {
+		j := runningWith(t, h, jobs.DefaultQueue, 20*time.Second)
+		p := jobs.RescueParams{Timeout: 30 * time.Second}
+		h.Advance(t, 45*time.Second)
+		if rs, err := h.Store.RescueZombies(ctxOf(t), p); err != nil || len(rs) != 0 {
+			t.Fatalf("after 45s of silence phase 2 (timeout 30s) rescued %v, %v; the job beats every 20s", rescuedIDs(rs), err)
+		}
+		h.Advance(t, 16*time.Second)
+		if rs, err := h.Store.RescueZombies(ctxOf(t), p); err != nil || !slices.Equal(rescuedIDs(rs), []int64{j.ID}) {
+			t.Fatalf("after 61s phase 2 rescued %v, %v; want job %d", rescuedIDs(rs), err, j.ID)
+		}
+	}},
+	{"StartRecordsTheHeartbeatMaximumWhileTheJobRuns", func(t *testing.T, h *Harness) {
+		j := runningWith(t, h, jobs.DefaultQueue, 12500*time.Millisecond)
+		if got := wantHot(t, h, j.ID, jobs.StatusProcessing).HeartbeatMax; got != 12500*time.Millisecond {
+			t.Fatalf("a running job's HeartbeatMax is %v, want the 12.5s it was started with", got)
+		}
+		if err := h.Store.Retry(ctxOf(t), j.Ref(), jobs.RetryParams{}); err != nil {
+			t.Fatal(err)
+		}
+		if got := wantHot(t, h, j.ID, jobs.StatusPending).HeartbeatMax; got != 0 {
+			t.Fatalf("a pending job's HeartbeatMax is %v, want none: the next start records its own", got)
+		}
+		again := claimOne(t, h)
+		start(t, h, again.Ref())
+		if got := wantHot(t, h, j.ID, jobs.StatusProcessing).HeartbeatMax; got != 0 {
+			t.Fatalf("started without one, HeartbeatMax is %v, want 0", got)
+		}
+		if err := h.Store.Complete(ctxOf(t), again.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		if got := wantTable(t, h, j.ID, jobs.TableArchive).HeartbeatMax; got != 0 {
+			t.Fatalf("an archived job's HeartbeatMax is %v, want 0 (hot jobs only)", got)
+		}
 	}},
 	{"RescueIsBoundedByLimit", func(t *testing.T, h *Harness) {
 		for range 5 {

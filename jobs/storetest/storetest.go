@@ -48,6 +48,7 @@ var transitionGroups = []group{
 	{"Rescue", rescueCases},
 	{"Operator", append(operatorCases, statsCapCase)},
 	{"Depth", depthCases},
+	{"QueueNames", queueNameCases},
 }
 
 // Run runs every case of the contract as a subtest, each on a fresh store:

@@ -10,7 +10,11 @@ SET XACT_ABORT ON;
 BEGIN TRANSACTION;
 
 -- Adding a NOT NULL column with a constant default is a metadata-only
--- change on SQL Server 2012 and later: no row is rewritten.
+-- change only where SERVERPROPERTY('EngineEdition') is 3 (Enterprise,
+-- Developer, Evaluation), 5 or 8 (Azure SQL). On Standard and Express it
+-- rewrites every row of the three tables, under a schema-modification lock
+-- held until this file's COMMIT (docs/operations.md). Later migrations add
+-- columns to the job tables as NULL (ADR 0008).
 ALTER TABLE {{.Schema}}.JobsHot ADD
     SnoozeCount        INT           NOT NULL CONSTRAINT DF_JobsHot_SnoozeCount DEFAULT (0),
     CancelRequestedUtc DATETIME2(7)  NULL,

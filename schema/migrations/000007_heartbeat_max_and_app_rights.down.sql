@@ -1,0 +1,18 @@
+-- Undoes version 7.
+SET QUOTED_IDENTIFIER ON;
+SET ANSI_NULLS ON;
+SET XACT_ABORT ON;
+
+BEGIN TRANSACTION;
+
+EXEC(N'REVOKE UPDATE ON OBJECT::{{.Schema}}.JobIds FROM [{{.Name}}_app]');
+EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.Schedules FROM [{{.Name}}_app]');
+EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.Queues FROM [{{.Name}}_app]');
+EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.JobsDLQ FROM [{{.Name}}_app]');
+EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.JobsArchive FROM [{{.Name}}_app]');
+EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.JobsHot FROM [{{.Name}}_app]');
+EXEC(N'GRANT INSERT, UPDATE, DELETE ON SCHEMA::{{.Schema}} TO [{{.Name}}_app]');
+
+ALTER TABLE {{.Schema}}.JobsHot DROP COLUMN HeartbeatMaxMs;
+
+COMMIT TRANSACTION;
