@@ -95,7 +95,7 @@ func TestSQLServerHintSets(t *testing.T) {
 				}
 				ids[i] = r.ID
 			}
-			tx, err := s.db.BeginTx(ctx, nil)
+			tx, err := s.pool.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func TestSQLServerRescueLockFootprintWithManyRunning(t *testing.T) {
 	runningJobs(t, s, "many", 6000)
 	for name, stmt := range map[string]string{"fetched": s.q.rescueFetched, "zombies": s.q.rescueZombies, "expired": s.q.rescueExpired} {
 		t.Run(name, func(t *testing.T) {
-			tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+			tx, err := s.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,7 +261,7 @@ func TestSQLServerKeyedEnqueuesOfDistinctKeysDoNotWait(t *testing.T) {
 	one := time.Since(single)
 	txs := make([]*sql.Tx, n)
 	for i := range txs {
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.pool.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -311,7 +311,7 @@ func TestSQLServerSameKeyFromTwentySessionsOneInSnapshot(t *testing.T) {
 	dsn, name := sqlservertest.NewDatabase(t, "ALTER DATABASE %s SET ALLOW_SNAPSHOT_ISOLATION ON")
 	s := openOn(t, dsn, name, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
 	ctx := t.Context()
-	snap, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSnapshot})
+	snap, err := s.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSnapshot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,7 +440,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 	if _, err := s.db.ExecContext(ctx, fill); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,7 +485,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -542,7 +542,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, N'bulk', N't', 0x7B7D, 0, 1, 1, SYSUTCDATETI
 	if _, err := s.db.ExecContext(ctx, fill); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

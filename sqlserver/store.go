@@ -23,7 +23,9 @@ import (
 
 // Store is the SQL Server jobs.Store. It is safe for concurrent use.
 type Store struct {
-	db     *sql.DB
+	// db is where statements run: the pool, or a transaction (see on).
+	db     database
+	pool   *sql.DB
 	schema string
 	q      *queries
 	limits jobs.Limits
@@ -79,7 +81,8 @@ const DefaultLockTimeout = 10 * time.Second
 // New returns a store over db. It does no I/O; call CheckSchema at start-up.
 func New(db *sql.DB, opts ...Option) (*Store, error) {
 	s := &Store{
-		db:          db,
+		db:          pooled{db},
+		pool:        db,
 		schema:      schema.DefaultName,
 		log:         zap.NewNop(),
 		retry:       DefaultRetryPolicy,
@@ -137,13 +140,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 }
 
 // DB returns the connection pool, for a caller's own transactions.
-func (s *Store) DB() *sql.DB { return s.db }
+func (s *Store) DB() *sql.DB { return s.pool }
 
 // Schema returns the schema name the store uses.
 func (s *Store) Schema() string { return s.schema }
 
 // Close closes the connection pool.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.pool.Close() }
 
 // MinCompatibilityLevel is the lowest database compatibility level the
 // store's statements are written and reviewed for (130, SQL Server 2016's:
@@ -172,29 +175,56 @@ var ErrCompatibilityLevel = errors.New("sqlserver: database compatibility level 
 // older SQL Server keeps its old level, which the server does not raise by
 // itself.
 func (s *Store) CheckSchema(ctx context.Context) error {
-	var level, major, edition int64
-	err := s.do(ctx, "server level", idempotent, func(ctx context.Context) error {
-		return s.db.QueryRowContext(ctx, s.q.serverLevel).Scan(&level, &major, &edition)
-	})
+	lv, err := s.readServerLevel(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlserver: read the server's version and the database's compatibility level: %w", err)
+		return err
 	}
-	if cloud := edition == 5 || edition == 8; !cloud && major < MinServerVersion {
-		return fmt.Errorf("%w: this server is major version %d", ErrServerVersion, major)
+	if err := lv.checkEngine(); err != nil {
+		return err
 	}
-	if level < MinCompatibilityLevel {
-		return fmt.Errorf("%w: the database is at level %d, the store needs at least %d; raise it with "+
-			"ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150 (SQL Server 2019; 160 for 2022), after testing your own queries at that level",
-			ErrCompatibilityLevel, level, MinCompatibilityLevel)
+	if err := lv.checkCompatibility(); err != nil {
+		return err
 	}
-	return schema.Check(ctx, s.db, s.schema)
+	return schema.Check(ctx, s.pool, s.schema)
 }
 
-// querier is what a statement needs: the pool or a caller's transaction.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// serverLevel is what CheckSchema checks of the engine and the database.
+type serverLevel struct {
+	// compatibility is the database's compatibility level; major the
+	// engine's major version (15 is SQL Server 2019); edition its
+	// SERVERPROPERTY('EngineEdition') (5 Azure SQL Database, 8 Azure SQL
+	// Managed Instance: always current).
+	compatibility, major, edition int64
+}
+
+func (s *Store) readServerLevel(ctx context.Context) (serverLevel, error) {
+	var lv serverLevel
+	err := s.do(ctx, "server level", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.serverLevel).Scan(&lv.compatibility, &lv.major, &lv.edition)
+	})
+	if err != nil {
+		return lv, fmt.Errorf("sqlserver: read the server's version and the database's compatibility level: %w", err)
+	}
+	return lv, nil
+}
+
+// cloud reports Azure SQL Database or Managed Instance.
+func (lv serverLevel) cloud() bool { return lv.edition == 5 || lv.edition == 8 }
+
+func (lv serverLevel) checkEngine() error {
+	if !lv.cloud() && lv.major < MinServerVersion {
+		return fmt.Errorf("%w: this server is major version %d", ErrServerVersion, lv.major)
+	}
+	return nil
+}
+
+func (lv serverLevel) checkCompatibility() error {
+	if lv.compatibility < MinCompatibilityLevel {
+		return fmt.Errorf("%w: the database is at level %d, the store needs at least %d; raise it with "+
+			"ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150 (SQL Server 2019; 160 for 2022), after testing your own queries at that level",
+			ErrCompatibilityLevel, lv.compatibility, MinCompatibilityLevel)
+	}
+	return nil
 }
 
 func named(name string, v any) sql.NamedArg { return sql.Named(name, v) }
@@ -340,7 +370,7 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	return out, nil
 }
 
-func (s *Store) enqueueMany(ctx context.Context, tx *sql.Tx, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
+func (s *Store) enqueueMany(ctx context.Context, tx querier, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
 	out := make([]jobs.EnqueueResult, len(ps))
 	firstOfKey := map[string]int{}
 	var keyed, plain []int
