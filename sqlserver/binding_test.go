@@ -21,6 +21,7 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
 )
 
 // TestQueryBinding drives every store method through a recording driver and
@@ -44,11 +45,40 @@ func TestQueryBinding(t *testing.T) {
 		s.q.tryAppLock:   {int64(0)},        // the lock is granted, so TryLead keeps the connection
 		s.q.appLockMode:  {"Exclusive"},     // ... and the next TryLead checks it
 		s.q.fireSchedule: {int64(1)},        // the tick is taken, so the fire enqueues its job
+		// The doctor goes on to its probes and its transaction.
+		s.q.serverLevel:     {int64(160), int64(16), int64(3)},
+		s.q.doctorServer:    {"16.0", "Developer Edition", "app", "login", "user"},
+		s.q.doctorTranState: {int64(1), int64(1)},
+		"SELECT TOP (1) version, dirty FROM " + schema.Quote(schemaName) + "." + schema.Quote(schema.MigrationsTable): {int64(schema.Latest()), false},
 	}
 
 	tableTypes := migratedTableTypes(t, schemaName)
 	methods, _ := exerciseStore(t, s, rec) // errors expected: the fake has no rows
 
+	stmtNames := statementNames(s.q)
+	sent := checkCalls(t, s, rec, tableTypes)
+
+	// The checks are only as good as what was sent: every statement and
+	// every jobs.Store method must have been exercised.
+	for _, name := range sortedValues(stmtNames) {
+		if !sent[name] {
+			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
+		}
+	}
+	for _, port := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter]()} {
+		for i := range port.NumMethod() {
+			if m := port.Method(i).Name; !methods[m] {
+				t.Errorf("%s method %s was not exercised: add it to exerciseStore", port, m)
+			}
+		}
+	}
+	t.Logf("checked %d calls of %d statements from %d methods", len(rec.calls), len(sent), len(methods))
+}
+
+// checkCalls checks the binding of every call rec recorded and returns the
+// names of the statements sent.
+func checkCalls(t *testing.T, s *Store, rec *recorder, tableTypes map[string][]typeColumn) map[string]bool {
+	t.Helper()
 	stmtNames := statementNames(s.q)
 	filterTable := map[string]jobs.Table{s.q.resurrect: jobs.TableDLQ}
 	for _, m := range []map[jobs.Table]string{s.q.list, s.q.count, s.q.purge} {
@@ -84,22 +114,7 @@ func TestQueryBinding(t *testing.T) {
 			}
 		}
 	}
-
-	// The checks are only as good as what was sent: every statement and
-	// every jobs.Store method must have been exercised.
-	for _, name := range sortedValues(stmtNames) {
-		if !sent[name] {
-			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
-		}
-	}
-	for _, port := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter]()} {
-		for i := range port.NumMethod() {
-			if m := port.Method(i).Name; !methods[m] {
-				t.Errorf("%s method %s was not exercised: add it to exerciseStore", port, m)
-			}
-		}
-	}
-	t.Logf("checked %d calls of %d statements from %d methods", len(rec.calls), len(sent), len(methods))
+	return sent
 }
 
 // exerciseStore calls every method with plausible arguments and returns the
@@ -268,6 +283,7 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		{"QueueDepths", func() error { _, err := s.QueueDepths(ctx, []string{"mail", "sms"}, 1000); return err }},
 		{"Now", func() error { _, err := s.Now(ctx); return err }},
 		{"CheckSchema", func() error { return s.CheckSchema(ctx) }},
+		{"Doctor", func() error { s.Doctor(ctx); return nil }},
 		{"Leader.TryLead", func() error { _, err := leader.TryLead(ctx); return err }},
 		{"Leader.TryLead", func() error { _, err := leader.TryLead(ctx); return err }},
 		{"Leader.Resign", func() error { return leader.Resign(ctx) }},
@@ -661,7 +677,11 @@ func statementNames(q *queries) map[string]string {
 			names[f.String()] = name
 		case reflect.Map:
 			for it := f.MapRange(); it.Next(); {
-				names[it.Value().String()] = name + "[" + jobs.Table(it.Key().Int()).String() + "]"
+				key := it.Key().String()
+				if it.Key().Kind() != reflect.String {
+					key = jobs.Table(it.Key().Int()).String()
+				}
+				names[it.Value().String()] = name + "[" + key + "]"
 			}
 		}
 	}
@@ -812,7 +832,12 @@ type recorder struct {
 	rows map[string][]driver.Value
 	// answer, when set, gives the row of a statement rows does not name.
 	answer func(query string) []driver.Value
-	calls  []recordedCall
+	// serve, when set, answers every statement with its rows or error
+	// (the doctor's tests, doctor_test.go); onTx hears "begin",
+	// "commit" and "rollback".
+	serve func(c recordedCall) ([][]driver.Value, error)
+	onTx  func(event string) error
+	calls []recordedCall
 	// refused lists the arguments the real driver would not take.
 	refused []string
 }
@@ -820,6 +845,8 @@ type recorder struct {
 type recordedCall struct {
 	method, query string
 	args          []driver.NamedValue
+	// inTx: sent inside a transaction of database/sql's.
+	inTx bool
 }
 
 // start labels the statements that follow and returns how many came before.
@@ -836,10 +863,10 @@ func (r *recorder) count() int {
 	return len(r.calls)
 }
 
-func (r *recorder) record(query string, args []driver.NamedValue) []driver.Value {
+func (r *recorder) record(query string, args []driver.NamedValue, inTx bool) []driver.Value {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, recordedCall{r.method, query, slices.Clone(args)})
+	r.calls = append(r.calls, recordedCall{r.method, query, slices.Clone(args), inTx})
 	if row, ok := r.rows[query]; ok || r.answer == nil {
 		return row
 	}
@@ -858,7 +885,7 @@ func (r *recorder) lastQuery() string {
 type recordingConnector struct{ r *recorder }
 
 func (c recordingConnector) Connect(context.Context) (driver.Conn, error) {
-	return recordingConn(c), nil
+	return recordingConn{r: c.r, st: &connState{}}, nil
 }
 func (c recordingConnector) Driver() driver.Driver { return noDriver{} }
 
@@ -868,7 +895,13 @@ func (noDriver) Open(string) (driver.Conn, error) {
 	return nil, errors.New("open through the connector")
 }
 
-type recordingConn struct{ r *recorder }
+type recordingConn struct {
+	r  *recorder
+	st *connState
+}
+
+// connState is one connection's: whether a transaction is open on it.
+type connState struct{ inTx bool }
 
 var (
 	_ driver.QueryerContext    = recordingConn{}
@@ -880,10 +913,23 @@ var (
 func (recordingConn) Prepare(string) (driver.Stmt, error) {
 	return nil, errors.New("the store never prepares statements")
 }
-func (recordingConn) Close() error              { return nil }
-func (recordingConn) Begin() (driver.Tx, error) { return recordingTx{}, nil }
-func (recordingConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
-	return recordingTx{}, nil
+func (recordingConn) Close() error { return nil }
+func (c recordingConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+func (c recordingConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	c.st.inTx = true
+	if err := c.r.txEvent("begin"); err != nil {
+		return nil, err
+	}
+	return recordingTx(c), nil
+}
+
+func (r *recorder) txEvent(event string) error {
+	if r.onTx != nil {
+		return r.onTx(event)
+	}
+	return nil
 }
 
 // CheckNamedValue keeps every value as it is, so the checks see the
@@ -900,7 +946,14 @@ func (c recordingConn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 func (c recordingConn) QueryContext(_ context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	row := c.r.record(query, args)
+	row := c.r.record(query, args, c.st.inTx)
+	if c.r.serve != nil {
+		rows, err := c.r.serve(recordedCall{c.r.label(), query, args, c.st.inTx})
+		if err != nil {
+			return nil, err
+		}
+		return &manyRows{rows: rows}, nil
+	}
 	if err := c.r.failure(query); err != nil {
 		return nil, err
 	}
@@ -929,14 +982,51 @@ func (r *recorder) failure(query string) error {
 }
 
 func (c recordingConn) ExecContext(_ context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	c.r.record(query, args)
+	c.r.record(query, args, c.st.inTx)
+	if c.r.serve != nil {
+		if _, err := c.r.serve(recordedCall{c.r.label(), query, args, c.st.inTx}); err != nil {
+			return nil, err
+		}
+	}
 	return driver.RowsAffected(0), nil
 }
 
-type recordingTx struct{}
+func (r *recorder) label() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.method
+}
 
-func (recordingTx) Commit() error   { return nil }
-func (recordingTx) Rollback() error { return nil }
+type recordingTx recordingConn
+
+func (t recordingTx) Commit() error {
+	t.st.inTx = false
+	return t.r.txEvent("commit")
+}
+
+func (t recordingTx) Rollback() error {
+	t.st.inTx = false
+	return t.r.txEvent("rollback")
+}
+
+// manyRows returns rows, one by one.
+type manyRows struct{ rows [][]driver.Value }
+
+func (r *manyRows) Columns() []string {
+	if len(r.rows) == 0 {
+		return []string{"x"}
+	}
+	return make([]string, len(r.rows[0]))
+}
+func (r *manyRows) Close() error { return nil }
+func (r *manyRows) Next(dest []driver.Value) error {
+	if len(r.rows) == 0 {
+		return io.EOF
+	}
+	copy(dest, r.rows[0])
+	r.rows = r.rows[1:]
+	return nil
+}
 
 // oneRow returns row once, or no rows when row is nil.
 type oneRow struct {

@@ -47,7 +47,7 @@ func (p pooled) BeginTx(ctx context.Context, opts *sql.TxOptions) (transaction, 
 type within struct{ *sql.Tx }
 
 func (w within) BeginTx(context.Context, *sql.TxOptions) (transaction, error) {
-	return nested{w.Tx}, nil
+	return nested(w), nil
 }
 
 // nested is a store's transaction inside someone else's.

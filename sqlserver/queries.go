@@ -1095,6 +1095,11 @@ type queries struct {
 	trim                                                 map[jobs.Table]string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
+	// The doctor's own checks (queries_doctor.go).
+	doctorServer, doctorDatabase, doctorPrivileges string
+	doctorTranState, doctorLocks                   string
+	probeType, probeSequence                       string
+	probes                                         map[string]string
 }
 
 var agoColumn = strings.NewReplacer(
@@ -1189,5 +1194,6 @@ func render(name string) *queries {
 			q.purge[t] = r.Replace(ts.qPurge())
 		}
 	}
+	doctorStatements(q, r)
 	return q
 }
