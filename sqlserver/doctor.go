@@ -30,6 +30,7 @@ const (
 	CheckFailed
 )
 
+// String names the status: ok, warning or failed.
 func (c CheckStatus) String() string {
 	switch c {
 	case CheckOK:
@@ -151,7 +152,9 @@ func (s *Store) doctor(ctx context.Context, o doctorOptions) *DoctorReport {
 	if engineOK {
 		d.checkDatabaseOptions(ctx)
 	} else {
-		d.notRun("database options", "the engine's version is not one the store runs on, or could not be read")
+		for _, name := range databaseOptions {
+			d.notRun(name, "the engine's version is not one the store runs on, or could not be read")
+		}
 	}
 	schemaOK := d.checkSchema(ctx)
 	d.checkPrivileges(ctx)
@@ -270,6 +273,9 @@ func (d *doctorRun) checkEngine(ctx context.Context) bool {
 	return engineOK
 }
 
+// databaseOptions are the checks of checkDatabaseOptions.
+var databaseOptions = []string{"read committed snapshot", "snapshot isolation", "accelerated database recovery", "optimized locking"}
+
 // checkDatabaseOptions reports the options that change how the store's
 // statements lock and roll back. Each works with the store either way: the
 // report says what each means for it.
@@ -279,7 +285,9 @@ func (d *doctorRun) checkDatabaseOptions(ctx context.Context) {
 	var snapshot int64
 	var optimized sql.NullInt64
 	if err := d.base.db.QueryRowContext(ctx, d.base.q.doctorDatabase).Scan(&rcsi, &snapshot, &adr, &optimized); err != nil {
-		d.failed("database options", fmt.Errorf("sqlserver: read the database's options: %w", err))
+		for _, name := range databaseOptions {
+			d.failed(name, fmt.Errorf("sqlserver: read the database's options: %w", err))
+		}
 		return
 	}
 	if rcsi {

@@ -157,9 +157,13 @@ func (d *doctorRun) runFamilies(ctx context.Context) {
 		d.extra = nil
 	}
 	d.opts.step("rollback")
-	if err := tx.Rollback(); err != nil && !d.ended {
+	if err := tx.Rollback(); err != nil && !d.ended && !errors.Is(err, sql.ErrTxDone) {
 		d.failed("rollback", fmt.Errorf("sqlserver: roll back the doctor's transaction: %w", err))
 	}
+	// The look for leftovers runs also when the doctor was stopped or ran
+	// out of time: that is when it matters most.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
 	d.checkLeftovers(ctx)
 }
 

@@ -1,6 +1,7 @@
 package sqlserver
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -255,8 +256,25 @@ func TestDoctorReportsEachFailure(t *testing.T) {
 			"engine", CheckWarning, 0, "Azure SQL Database"},
 		{"an old compatibility level", func(srv *doctorServer) { srv.set(srv.s.q.serverLevel, int64(120), int64(16), int64(3)) },
 			"compatibility level", CheckFailed, 0, "COMPATIBILITY_LEVEL = 150"},
-		{"the database options cannot be read", func(srv *doctorServer) { srv.fail(srv.s.q.doctorDatabase, denied(229)) },
-			"database options", CheckFailed, 229, "ALTER ROLE"},
+		{"read committed snapshot cannot be read", func(srv *doctorServer) { srv.fail(srv.s.q.doctorDatabase, denied(229)) },
+			"read committed snapshot", CheckFailed, 229, "ALTER ROLE"},
+		{"snapshot isolation cannot be read", func(srv *doctorServer) { srv.fail(srv.s.q.doctorDatabase, denied(229)) },
+			"snapshot isolation", CheckFailed, 229, "ALTER ROLE"},
+		{"accelerated database recovery cannot be read", func(srv *doctorServer) { srv.fail(srv.s.q.doctorDatabase, denied(229)) },
+			"accelerated database recovery", CheckFailed, 229, "ALTER ROLE"},
+		{"optimized locking cannot be read", func(srv *doctorServer) { srv.fail(srv.s.q.doctorDatabase, denied(229)) },
+			"optimized locking", CheckFailed, 229, "ALTER ROLE"},
+		{"the database options are not read on an engine too old", func(srv *doctorServer) {
+			srv.set(srv.s.q.serverLevel, int64(140), int64(14), int64(3))
+		}, "optimized locking", CheckWarning, 0, "fix the failed checks"},
+		{"the round trip cannot be measured", func(srv *doctorServer) { srv.fail(srv.s.q.now, errors.New("connection reset")) },
+			"round trip", CheckFailed, 0, "store's own finding"},
+		{"the statements do not run on a schema that is not migrated", func(srv *doctorServer) {
+			srv.set(srv.schemaStatus(), int64(schema.Latest()-1), false)
+		}, "statements", CheckWarning, 0, "fix the failed checks"},
+		{"the rights are not tried on a schema that is not migrated", func(srv *doctorServer) {
+			srv.set(srv.schemaStatus(), int64(schema.Latest()-1), false)
+		}, "permissions", CheckWarning, 0, "fix the failed checks"},
 		{"snapshot isolation changing", func(srv *doctorServer) { srv.set(srv.s.q.doctorDatabase, false, int64(3), false, nil) },
 			"snapshot isolation", CheckWarning, 0, "ALLOW_SNAPSHOT_ISOLATION"},
 		{"a dirty schema", func(srv *doctorServer) { srv.set(srv.schemaStatus(), int64(schema.Latest()), true) },
@@ -431,5 +449,40 @@ func TestDoctorMeasuresTheClockOnThisHost(t *testing.T) {
 	}
 	if got := checkNamed(t, r, "round trip").Detail; !strings.Contains(got, "median 1ms") {
 		t.Fatalf("round trip: %s", got)
+	}
+}
+
+// TestDoctorStoppedMidwayLeavesNothing: a doctor stopped in the middle
+// (Ctrl-C, its --timeout) has its transaction rolled back by database/sql,
+// reports where it stopped, runs nothing more on the transaction, and
+// still looks for leftovers.
+func TestDoctorStoppedMidwayLeavesNothing(t *testing.T) {
+	srv := newDoctorServer(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	claim := srv.handlers[srv.s.q.claim]
+	srv.answer[srv.s.q.claim] = func(c recordedCall) ([][]driver.Value, error) {
+		if c.method == "statements: queue settings" {
+			cancel()
+			return nil, context.Canceled
+		}
+		return claim(c)
+	}
+	var events []string
+	srv.rec.onTx = func(e string) error { events = append(events, e); return srv.onTx(e) }
+	r := srv.s.doctor(ctx, doctorOptions{suffix: "0123456789ab", step: func(name string) { srv.rec.start(name) }})
+	got := checkNamed(t, r, "statements: queue settings")
+	if got.Status != CheckFailed || !strings.Contains(got.Remedy, "stopped or ran out of time") {
+		printReport(t, r)
+		t.Fatalf("queue settings: %s %q", got.Status, got.Remedy)
+	}
+	if s := checkNamed(t, r, "statements: schedules"); s.Status != CheckWarning {
+		t.Fatalf("schedules after the stop: %s %s", s.Status, s.Detail)
+	}
+	if left := checkNamed(t, r, "nothing left"); left.Status != CheckOK {
+		t.Fatalf("nothing left: %s %s", left.Status, left.Detail)
+	}
+	if !slices.Equal(events, []string{"begin", "rollback"}) {
+		t.Fatalf("transactions: %v", events)
 	}
 }

@@ -44,14 +44,17 @@ const qDoctorTranState = `SELECT @@TRANCOUNT, XACT_STATE();`
 // resource type, mode and object or index. It needs VIEW SERVER PERFORMANCE
 // STATE (SQL Server 2022 and later), VIEW SERVER STATE (before) or VIEW
 // DATABASE STATE (Azure SQL Database).
-const qDoctorLocks = `SELECT l.resource_type, l.request_mode,
-    ISNULL(CASE WHEN l.resource_type = N'OBJECT' THEN OBJECT_NAME(l.resource_associated_entity_id) ELSE i.name END, N''),
-    COUNT_BIG(*)
+//
+// resource_associated_entity_id is an object's ID for an OBJECT lock and a
+// HoBT's for a KEY, PAGE, RID or HOBT lock; both are joined, never passed
+// to OBJECT_NAME, which takes an INT and a HoBT ID overflows.
+const qDoctorLocks = `SELECT l.resource_type, l.request_mode, ISNULL(o.name, ISNULL(i.name, N'')), COUNT_BIG(*)
 FROM sys.dm_tran_locks AS l
+LEFT JOIN sys.objects AS o ON l.resource_type = N'OBJECT' AND o.object_id = l.resource_associated_entity_id
 LEFT JOIN sys.partitions AS p ON l.resource_type IN (N'KEY', N'PAGE', N'RID', N'HOBT') AND p.hobt_id = l.resource_associated_entity_id
 LEFT JOIN sys.indexes AS i ON i.object_id = p.object_id AND i.index_id = p.index_id
 WHERE l.request_session_id = @@SPID AND l.resource_database_id = DB_ID() AND l.request_status = N'GRANT'
-GROUP BY l.resource_type, l.request_mode, l.resource_associated_entity_id, i.name;`
+GROUP BY l.resource_type, l.request_mode, o.name, i.name;`
 
 // qProbeType passes an empty list of one table type (@list, whichever
 // type the call declares): a login without EXECUTE on the type fails with
