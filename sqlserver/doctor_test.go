@@ -3,6 +3,7 @@ package sqlserver
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -484,5 +485,26 @@ func TestDoctorStoppedMidwayLeavesNothing(t *testing.T) {
 	}
 	if !slices.Equal(events, []string{"begin", "rollback"}) {
 		t.Fatalf("transactions: %v", events)
+	}
+}
+
+// TestOperationsDocListsEveryDoctorCheck: docs/operations.md names every
+// check the doctor can report, with its remedy.
+func TestOperationsDocListsEveryDoctorCheck(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{"statements": true, "permissions": true, "rollback": true, "configuration": true}
+	for _, c := range newDoctorServer(t).run().Checks {
+		names[c.Name] = true
+	}
+	for _, f := range doctorFamilies {
+		names["statements: "+f.name] = true
+	}
+	for name := range names {
+		if !strings.Contains(string(doc), "`"+name+"`") {
+			t.Errorf("docs/operations.md does not list the doctor's check %q", name)
+		}
 	}
 }
