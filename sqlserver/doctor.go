@@ -243,6 +243,7 @@ func (d *doctorRun) checkEngine(ctx context.Context) bool {
 		return false
 	}
 	d.level = lv
+	defer d.checkCompatibility(lv)
 	var version, edition, database, login string
 	if err := d.base.db.QueryRowContext(ctx, d.base.q.doctorServer).Scan(&version, &edition, &database, &login, &d.user); err != nil {
 		d.failed("engine", fmt.Errorf("sqlserver: read the server's version and edition: %w", err))
@@ -264,13 +265,16 @@ func (d *doctorRun) checkEngine(ctx context.Context) bool {
 	default:
 		d.ok("engine", about)
 	}
+	return engineOK
+}
+
+func (d *doctorRun) checkCompatibility(lv serverLevel) {
 	if err := lv.checkCompatibility(); err != nil {
 		d.add(DoctorCheck{Name: "compatibility level", Status: CheckFailed, Detail: err.Error(),
 			Remedy: "ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150 (or 160), as an owner, after testing your own queries at that level"})
-	} else {
-		d.ok("compatibility level", fmt.Sprintf("%d (the statements are written for %d and later)", lv.compatibility, MinCompatibilityLevel))
+		return
 	}
-	return engineOK
+	d.ok("compatibility level", fmt.Sprintf("%d (the statements are written for %d and later)", lv.compatibility, MinCompatibilityLevel))
 }
 
 // databaseOptions are the checks of checkDatabaseOptions.

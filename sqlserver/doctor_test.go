@@ -251,6 +251,10 @@ func TestDoctorReportsEachFailure(t *testing.T) {
 			"engine", CheckFailed, 229, "ALTER ROLE [chokaq_t_app] ADD MEMBER"},
 		{"the session cannot be described", func(srv *doctorServer) { srv.fail(srv.s.q.doctorServer, denied(297)) },
 			"engine", CheckFailed, 297, "server's message"},
+		{"the level is reported when the session cannot be described", func(srv *doctorServer) {
+			srv.fail(srv.s.q.doctorServer, denied(297))
+			srv.set(srv.s.q.serverLevel, int64(120), int64(16), int64(3))
+		}, "compatibility level", CheckFailed, 0, "COMPATIBILITY_LEVEL = 150"},
 		{"Express", func(srv *doctorServer) { srv.set(srv.s.q.serverLevel, int64(160), int64(16), int64(4)) },
 			"engine", CheckWarning, 0, "Retention"},
 		{"an edition the store is not written for", func(srv *doctorServer) { srv.set(srv.s.q.serverLevel, int64(160), int64(16), int64(9)) },
