@@ -91,7 +91,7 @@ func (r *DoctorReport) Add(c DoctorCheck) { r.Checks = append(r.Checks, c) }
 // operator statement family once, through the store's own methods, in a
 // private queue inside one transaction that it rolls back (so nothing is
 // left, also when it is interrupted), and the locks a claim of 20 holds.
-// Rescue is not exercised: its statements are not queue-scoped. ADR 0023
+// Rescue is not exercised: its statements are not queue-scoped. ADR 0025
 // says what it may and may not touch. The report is never nil: a failure
 // of the server is a failed check.
 func (s *Store) Doctor(ctx context.Context) *DoctorReport { return s.doctor(ctx, doctorOptions{}) }

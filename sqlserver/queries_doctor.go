@@ -6,7 +6,7 @@ import (
 	"github.com/chokaq/chokaq-go/schema"
 )
 
-// The statements of the doctor's own checks (ADR 0023). Everything else the
+// The statements of the doctor's own checks (ADR 0025). Everything else the
 // doctor runs is the store's statements, sent by the store's own methods.
 // None of these writes a row: the permission probes change no row (WHERE
 // 1 = 0), the sequence probe consumes one job ID (sequences are not rolled
