@@ -41,9 +41,25 @@ FROM sys.databases WHERE database_id = DB_ID();`
 // from an older SQL Server keeps its old level, which the server does not
 // raise by itself: the error says how.
 func CheckServerLevel(level, major, edition int64) error {
+	if err := CheckEngine(major, edition); err != nil {
+		return err
+	}
+	return CheckCompatibility(level)
+}
+
+// CheckEngine returns nil when an engine of major version major and
+// edition edition can hold the schema: SQL Server 2019 or later, or Azure
+// SQL Database or Managed Instance (editions 5 and 8, always current).
+func CheckEngine(major, edition int64) error {
 	if cloud := edition == 5 || edition == 8; !cloud && major < MinServerVersion {
 		return fmt.Errorf("%w: this server is major version %d", ErrServerVersion, major)
 	}
+	return nil
+}
+
+// CheckCompatibility returns nil when a database at compatibility level
+// level runs the store's statements.
+func CheckCompatibility(level int64) error {
 	if level < MinCompatibilityLevel {
 		return fmt.Errorf("%w: the database is at level %d, chokaq-go needs at least %d; raise it with "+
 			"ALTER DATABASE CURRENT SET COMPATIBILITY_LEVEL = 150 (SQL Server 2019; 160 for 2022), after testing your own queries at that level",

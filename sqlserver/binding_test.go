@@ -40,12 +40,17 @@ func TestQueryBinding(t *testing.T) {
 	// Only the statements whose answer decides whether a method goes on to
 	// its next statement get a row; every other one answers with no rows.
 	rec.rows = map[string][]driver.Value{
-		s.q.enqueueKeyed: {int64(1), false},                 // EnqueueMany goes on to its plain jobs
-		s.q.now:          {time.Now()},                      // Resurrect and Purge read the clock first
-		s.q.tryAppLock:   {int64(0)},                        // the lock is granted, so TryLead keeps the connection
-		s.q.appLockMode:  {"Exclusive"},                     // ... and the next TryLead checks it
-		s.q.fireSchedule: {int64(1)},                        // the tick is taken, so the fire enqueues its job
-		s.q.serverLevel:  {int64(160), int64(16), int64(3)}, // CheckSchema goes on to the schema's version
+		s.q.enqueueKeyed: {int64(1), false}, // EnqueueMany goes on to its plain jobs
+		s.q.now:          {time.Now()},      // Resurrect and Purge read the clock first
+		s.q.tryAppLock:   {int64(0)},        // the lock is granted, so TryLead keeps the connection
+		s.q.appLockMode:  {"Exclusive"},     // ... and the next TryLead checks it
+		s.q.fireSchedule: {int64(1)},        // the tick is taken, so the fire enqueues its job
+		// The doctor goes on to its probes and its transaction.
+		s.q.serverLevel:        {int64(160), int64(16), int64(3)},
+		s.q.caseSensitiveNames: {int64(0), nil},
+		s.q.doctorServer:       {"16.0", "Developer Edition", "app", "login", "user"},
+		s.q.doctorTranState:    {int64(1), int64(1)},
+		"SELECT TOP (1) version, dirty FROM " + schema.Quote(schemaName) + "." + schema.Quote(schema.MigrationsTable): {int64(schema.Latest()), false},
 	}
 	rec.answer = func(q string) []driver.Value {
 		if strings.Contains(q, "[SchemaMigrations]") {
@@ -57,6 +62,30 @@ func TestQueryBinding(t *testing.T) {
 	tableTypes := migratedTableTypes(t, schemaName)
 	methods, _ := exerciseStore(t, s, rec) // errors expected: the fake has no rows
 
+	stmtNames := statementNames(s.q)
+	sent := checkCalls(t, s, rec, tableTypes)
+
+	// The checks are only as good as what was sent: every statement and
+	// every jobs.Store method must have been exercised.
+	for _, name := range sortedValues(stmtNames) {
+		if !sent[name] {
+			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
+		}
+	}
+	for _, port := range bindingPorts {
+		for i := range port.NumMethod() {
+			if m := port.Method(i).Name; !methods[m] {
+				t.Errorf("%s method %s was not exercised: add it to exerciseStore", port, m)
+			}
+		}
+	}
+	t.Logf("checked %d calls of %d statements from %d methods", len(rec.calls), len(sent), len(methods))
+}
+
+// checkCalls checks the binding of every call rec recorded and returns the
+// names of the statements sent.
+func checkCalls(t *testing.T, s *Store, rec *recorder, tableTypes map[string][]typeColumn) map[string]bool {
+	t.Helper()
 	stmtNames := statementNames(s.q)
 	filterTable := map[string]jobs.Table{s.q.resurrect: jobs.TableDLQ}
 	for _, m := range []map[jobs.Table]string{s.q.list, s.q.count, s.q.purge} {
@@ -92,22 +121,7 @@ func TestQueryBinding(t *testing.T) {
 			}
 		}
 	}
-
-	// The checks are only as good as what was sent: every statement and
-	// every jobs.Store method must have been exercised.
-	for _, name := range sortedValues(stmtNames) {
-		if !sent[name] {
-			t.Errorf("statement %s was never sent: call the method that runs it in exerciseStore", name)
-		}
-	}
-	for _, port := range bindingPorts {
-		for i := range port.NumMethod() {
-			if m := port.Method(i).Name; !methods[m] {
-				t.Errorf("%s method %s was not exercised: add it to exerciseStore", port, m)
-			}
-		}
-	}
-	t.Logf("checked %d calls of %d statements from %d methods", len(rec.calls), len(sent), len(methods))
+	return sent
 }
 
 // bindingPorts are the store's ports whose every method TestQueryBinding
@@ -281,6 +295,7 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		{"QueueDepths", func() error { _, err := s.QueueDepths(ctx, []string{"mail", "sms"}, 1000); return err }},
 		{"Now", func() error { _, err := s.Now(ctx); return err }},
 		{"CheckSchema", func() error { return s.CheckSchema(ctx) }},
+		{"Doctor", func() error { s.Doctor(ctx); return nil }},
 		{"Leader.TryLead", func() error { _, err := leader.TryLead(ctx); return err }},
 		{"Leader.TryLead", func() error { _, err := leader.TryLead(ctx); return err }},
 		{"Leader.Resign", func() error { return leader.Resign(ctx) }},
@@ -674,7 +689,11 @@ func statementNames(q *queries) map[string]string {
 			names[f.String()] = name
 		case reflect.Map:
 			for it := f.MapRange(); it.Next(); {
-				names[it.Value().String()] = name + "[" + jobs.Table(it.Key().Int()).String() + "]"
+				key := it.Key().String()
+				if it.Key().Kind() != reflect.String {
+					key = jobs.Table(it.Key().Int()).String()
+				}
+				names[it.Value().String()] = name + "[" + key + "]"
 			}
 		}
 	}
@@ -825,7 +844,12 @@ type recorder struct {
 	rows map[string][]driver.Value
 	// answer, when set, gives the row of a statement rows does not name.
 	answer func(query string) []driver.Value
-	calls  []recordedCall
+	// serve, when set, answers every statement with its rows or error
+	// (the doctor's tests, doctor_test.go); onTx hears "begin",
+	// "commit" and "rollback".
+	serve func(c recordedCall) ([][]driver.Value, error)
+	onTx  func(event string) error
+	calls []recordedCall
 	// refused lists the arguments the real driver would not take.
 	refused []string
 }
@@ -833,6 +857,8 @@ type recorder struct {
 type recordedCall struct {
 	method, query string
 	args          []driver.NamedValue
+	// inTx: sent inside a transaction of database/sql's.
+	inTx bool
 }
 
 // start labels the statements that follow and returns how many came before.
@@ -849,10 +875,10 @@ func (r *recorder) count() int {
 	return len(r.calls)
 }
 
-func (r *recorder) record(query string, args []driver.NamedValue) []driver.Value {
+func (r *recorder) record(query string, args []driver.NamedValue, inTx bool) []driver.Value {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, recordedCall{r.method, query, slices.Clone(args)})
+	r.calls = append(r.calls, recordedCall{r.method, query, slices.Clone(args), inTx})
 	if row, ok := r.rows[query]; ok || r.answer == nil {
 		return row
 	}
@@ -871,7 +897,7 @@ func (r *recorder) lastQuery() string {
 type recordingConnector struct{ r *recorder }
 
 func (c recordingConnector) Connect(context.Context) (driver.Conn, error) {
-	return recordingConn(c), nil
+	return recordingConn{r: c.r, st: &connState{}}, nil
 }
 func (c recordingConnector) Driver() driver.Driver { return noDriver{} }
 
@@ -881,7 +907,13 @@ func (noDriver) Open(string) (driver.Conn, error) {
 	return nil, errors.New("open through the connector")
 }
 
-type recordingConn struct{ r *recorder }
+type recordingConn struct {
+	r  *recorder
+	st *connState
+}
+
+// connState is one connection's: whether a transaction is open on it.
+type connState struct{ inTx bool }
 
 var (
 	_ driver.QueryerContext    = recordingConn{}
@@ -893,10 +925,23 @@ var (
 func (recordingConn) Prepare(string) (driver.Stmt, error) {
 	return nil, errors.New("the store never prepares statements")
 }
-func (recordingConn) Close() error              { return nil }
-func (recordingConn) Begin() (driver.Tx, error) { return recordingTx{}, nil }
-func (recordingConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
-	return recordingTx{}, nil
+func (recordingConn) Close() error { return nil }
+func (c recordingConn) Begin() (driver.Tx, error) {
+	return c.BeginTx(context.Background(), driver.TxOptions{})
+}
+func (c recordingConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	c.st.inTx = true
+	if err := c.r.txEvent("begin"); err != nil {
+		return nil, err
+	}
+	return recordingTx(c), nil
+}
+
+func (r *recorder) txEvent(event string) error {
+	if r.onTx != nil {
+		return r.onTx(event)
+	}
+	return nil
 }
 
 // CheckNamedValue keeps every value as it is, so the checks see the
@@ -913,7 +958,14 @@ func (c recordingConn) CheckNamedValue(nv *driver.NamedValue) error {
 }
 
 func (c recordingConn) QueryContext(_ context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	row := c.r.record(query, args)
+	row := c.r.record(query, args, c.st.inTx)
+	if c.r.serve != nil {
+		rows, err := c.r.serve(recordedCall{c.r.label(), query, args, c.st.inTx})
+		if err != nil {
+			return nil, err
+		}
+		return &manyRows{rows: rows}, nil
+	}
 	if err := c.r.failure(query); err != nil {
 		return nil, err
 	}
@@ -942,14 +994,51 @@ func (r *recorder) failure(query string) error {
 }
 
 func (c recordingConn) ExecContext(_ context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	c.r.record(query, args)
+	c.r.record(query, args, c.st.inTx)
+	if c.r.serve != nil {
+		if _, err := c.r.serve(recordedCall{c.r.label(), query, args, c.st.inTx}); err != nil {
+			return nil, err
+		}
+	}
 	return driver.RowsAffected(0), nil
 }
 
-type recordingTx struct{}
+func (r *recorder) label() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.method
+}
 
-func (recordingTx) Commit() error   { return nil }
-func (recordingTx) Rollback() error { return nil }
+type recordingTx recordingConn
+
+func (t recordingTx) Commit() error {
+	t.st.inTx = false
+	return t.r.txEvent("commit")
+}
+
+func (t recordingTx) Rollback() error {
+	t.st.inTx = false
+	return t.r.txEvent("rollback")
+}
+
+// manyRows returns rows, one by one.
+type manyRows struct{ rows [][]driver.Value }
+
+func (r *manyRows) Columns() []string {
+	if len(r.rows) == 0 {
+		return []string{"x"}
+	}
+	return make([]string, len(r.rows[0]))
+}
+func (r *manyRows) Close() error { return nil }
+func (r *manyRows) Next(dest []driver.Value) error {
+	if len(r.rows) == 0 {
+		return io.EOF
+	}
+	copy(dest, r.rows[0])
+	r.rows = r.rows[1:]
+	return nil
+}
 
 // oneRow returns row once, or no rows when row is nil.
 type oneRow struct {

@@ -40,7 +40,12 @@ func TestInsertedColumnsMatchTheirValues(t *testing.T) {
 				}
 			}
 			// Error 515 at the first insert: a NOT NULL column with no
-			// default that the statement leaves out.
+			// default that the statement leaves out. The doctor's
+			// permission probes insert no row (WHERE 1 = 0), and 515 is
+			// raised per row.
+			if strings.HasPrefix(name, "probes[") {
+				continue
+			}
 			for _, tc := range table {
 				if tc.required && !listed[strings.ToLower(tc.name)] {
 					t.Errorf("%s line %d: %s leaves out %s, which is NOT NULL and has no default", name, p.line, p.target, tc.name)

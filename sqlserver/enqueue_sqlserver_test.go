@@ -48,7 +48,7 @@ func TestSQLServerKeyedEnqueueNeverReportsAnIDNoJobHas(t *testing.T) {
 			var r jobs.EnqueueResult
 			switch form {
 			case "EnqueueTx":
-				tx, err := s.db.BeginTx(ctx, nil)
+				tx, err := s.pool.BeginTx(ctx, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -123,7 +123,7 @@ SELECT @id;`, schema.Quote(s.Schema()))
 	})
 	fresh, dups, retried := 0, 0, 0
 	for ctx.Err() == nil {
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.pool.BeginTx(ctx, nil)
 		if err != nil {
 			break
 		}

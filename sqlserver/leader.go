@@ -29,7 +29,7 @@ type Leader struct {
 func NewLeader(s *Store, role string) *Leader {
 	// Upper case, as render writes the schema into lock names: the lock
 	// name compares byte for byte, the schema name by collation.
-	return &Leader{db: s.db, q: s.q, resource: "chokaq:" + strings.ToUpper(s.schema) + ":" + role}
+	return &Leader{db: s.pool, q: s.q, resource: "chokaq:" + strings.ToUpper(s.schema) + ":" + role}
 }
 
 // TryLead reports whether this process holds the lock, taking it if free.

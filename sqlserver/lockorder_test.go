@@ -25,6 +25,9 @@ var lockOrderRow = map[string]string{
 	"queueStats": "queue stats", "queueDepths": "depths", "now": "now", "serverLevel": "server level", "caseSensitiveNames": "name collation",
 	"tableQueues": "table queues", "trim": "trim", "finishedCounts": "finished counts",
 	"syncSchedules": "sync schedules", "fireSchedule": "fire schedule", "pauseSchedule": "pause", "deleteSchedule": "delete schedule",
+	"doctorServer": "doctor's reads", "doctorDatabase": "doctor's reads", "doctorPrivileges": "doctor's reads",
+	"doctorTranState": "doctor's reads", "doctorLocks": "doctor's reads",
+	"probeType": "doctor's probes", "probeSequence": "doctor's probes", "probes": "doctor's probes",
 	"tryAppLock": "leader", "appLockMode": "leader", "releaseAppLock": "leader",
 }
 

@@ -169,7 +169,7 @@ func TestSQLServerHintSets(t *testing.T) {
 				}
 				ids[i] = r.ID
 			}
-			tx, err := s.db.BeginTx(ctx, nil)
+			tx, err := s.pool.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -292,7 +292,7 @@ func TestSQLServerRescueLockFootprintWithManyRunning(t *testing.T) {
 		runningJobs(t, s, "many", 6000)
 		for name, stmt := range map[string]string{"fetched": s.q.rescueFetched, "zombies": s.q.rescueZombies, "expired": s.q.rescueExpired} {
 			t.Run(name, func(t *testing.T) {
-				tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+				tx, err := s.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -337,7 +337,7 @@ func TestSQLServerKeyedEnqueuesOfDistinctKeysDoNotWait(t *testing.T) {
 		one := time.Since(single)
 		txs := make([]*sql.Tx, n)
 		for i := range txs {
-			tx, err := s.db.BeginTx(ctx, nil)
+			tx, err := s.pool.BeginTx(ctx, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -400,7 +400,7 @@ func TestSQLServerSameKeyFromTwentySessionsOneInSnapshot(t *testing.T) {
 func sameKeyFromTwentySessions(t *testing.T, dsn, name string) {
 	s := openOn(t, dsn, name, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
 	ctx := t.Context()
-	snap, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSnapshot})
+	snap, err := s.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSnapshot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -531,7 +531,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 	if _, err := s.db.ExecContext(ctx, fill); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -576,7 +576,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 5), N't', 0x7B7D, 0, 1, 1,
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -633,7 +633,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, N'bulk', N't', 0x7B7D, 0, 1, 1, SYSUTCDATETI
 	if _, err := s.db.ExecContext(ctx, fill); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -998,7 +998,7 @@ SELECT NEXT VALUE FOR %[1]s.JobIds, CONCAT(N'q', i %% 3), N't', 0x7B7D, 0, 1, 1,
 	if _, err := s.db.ExecContext(ctx, fill); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := s.db.Conn(ctx)
+	conn, err := s.pool.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

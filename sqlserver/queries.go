@@ -1191,6 +1191,11 @@ type queries struct {
 	trim                                                 map[jobs.Table]string
 	ageForTest, resetForTest                             string
 	tryAppLock, appLockMode, releaseAppLock              string
+	// The doctor's own checks (queries_doctor.go).
+	doctorServer, doctorDatabase, doctorPrivileges string
+	doctorTranState, doctorLocks                   string
+	probeType, probeSequence                       string
+	probes                                         map[string]string
 }
 
 var agoColumn = strings.NewReplacer(
@@ -1286,5 +1291,6 @@ func render(name string) *queries {
 			q.purge[t] = r.Replace(ts.qPurge())
 		}
 	}
+	doctorStatements(q, r)
 	return q
 }

@@ -25,7 +25,9 @@ import (
 type Store struct {
 	forms // StartMany ... DeadLetterMany (batch.go)
 
-	db     *sql.DB
+	// db is where statements run: the pool, or a transaction (see on).
+	db     database
+	pool   *sql.DB
 	schema string
 	q      *queries
 	limits jobs.Limits
@@ -81,7 +83,8 @@ const DefaultLockTimeout = 10 * time.Second
 // New returns a store over db. It does no I/O; call CheckSchema at start-up.
 func New(db *sql.DB, opts ...Option) (*Store, error) {
 	s := &Store{
-		db:          db,
+		db:          pooled{db},
+		pool:        db,
 		schema:      schema.DefaultName,
 		log:         zap.NewNop(),
 		retry:       DefaultRetryPolicy,
@@ -145,13 +148,13 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 }
 
 // DB returns the connection pool, for a caller's own transactions.
-func (s *Store) DB() *sql.DB { return s.db }
+func (s *Store) DB() *sql.DB { return s.pool }
 
 // Schema returns the schema name the store uses.
 func (s *Store) Schema() string { return s.schema }
 
 // Close closes the connection pool.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error { return s.pool.Close() }
 
 // MinCompatibilityLevel is the lowest database compatibility level the
 // store's statements are written and reviewed for (schema's).
@@ -175,19 +178,20 @@ var ErrCompatibilityLevel = schema.ErrCompatibilityLevel
 // CheckSchema returns nil when the schema is migrated to exactly the version
 // this binary expects (see package schema for the sentinel errors), the
 // engine is at least MinServerVersion and the database's compatibility
-// level is at least MinCompatibilityLevel (schema.CheckServerLevel).
+// level is at least MinCompatibilityLevel (schema.CheckServerLevel's
+// rules), and the schema's name columns ignore case.
 func (s *Store) CheckSchema(ctx context.Context) error {
-	var level, major, edition int64
-	err := s.do(ctx, "server level", idempotent, func(ctx context.Context) error {
-		return s.db.QueryRowContext(ctx, s.q.serverLevel).Scan(&level, &major, &edition)
-	})
+	lv, err := s.readServerLevel(ctx)
 	if err != nil {
-		return fmt.Errorf("sqlserver: read the server's version and the database's compatibility level: %w", err)
-	}
-	if err := schema.CheckServerLevel(level, major, edition); err != nil {
 		return err
 	}
-	if err := schema.Check(ctx, s.db, s.schema); err != nil {
+	if err := lv.checkEngine(); err != nil {
+		return err
+	}
+	if err := lv.checkCompatibility(); err != nil {
+		return err
+	}
+	if err := schema.Check(ctx, s.pool, s.schema); err != nil {
 		return err
 	}
 	return s.checkNameCollation(ctx)
@@ -221,12 +225,29 @@ func (s *Store) checkNameCollation(ctx context.Context) error {
 	return nil
 }
 
-// querier is what a statement needs: the pool or a caller's transaction.
-type querier interface {
-	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+// serverLevel is what CheckSchema checks of the engine and the database.
+type serverLevel struct {
+	// compatibility is the database's compatibility level; major the
+	// engine's major version (15 is SQL Server 2019); edition its
+	// SERVERPROPERTY('EngineEdition') (5 Azure SQL Database, 8 Azure SQL
+	// Managed Instance: always current).
+	compatibility, major, edition int64
 }
+
+func (s *Store) readServerLevel(ctx context.Context) (serverLevel, error) {
+	var lv serverLevel
+	err := s.do(ctx, "server level", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.serverLevel).Scan(&lv.compatibility, &lv.major, &lv.edition)
+	})
+	if err != nil {
+		return lv, fmt.Errorf("sqlserver: read the server's version and the database's compatibility level: %w", err)
+	}
+	return lv, nil
+}
+
+func (lv serverLevel) checkEngine() error { return schema.CheckEngine(lv.major, lv.edition) }
+
+func (lv serverLevel) checkCompatibility() error { return schema.CheckCompatibility(lv.compatibility) }
 
 func named(name string, v any) sql.NamedArg { return sql.Named(name, v) }
 
@@ -376,7 +397,7 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	return out, nil
 }
 
-func (s *Store) enqueueMany(ctx context.Context, tx *sql.Tx, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
+func (s *Store) enqueueMany(ctx context.Context, tx querier, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
 	out := make([]jobs.EnqueueResult, len(ps))
 	firstOfKey := map[string]int{}
 	var keyed, plain []int

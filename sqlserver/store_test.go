@@ -90,7 +90,7 @@ func TestClaimLockFootprint(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		tx, err := s.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,7 +182,7 @@ func TestRescueLockFootprint(t *testing.T) {
 			}
 		}
 		time.Sleep(50 * time.Millisecond) // every heartbeat is now older than the 1 ms timeout
-		tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		tx, err := s.pool.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,7 +232,7 @@ func TestEnqueueTx(t *testing.T) {
 	s := openTestStore(t)
 	ctx := t.Context()
 	for _, commit := range []bool{false, true} {
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := s.pool.BeginTx(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,6 +31,8 @@ const (
 	// exitNotFound: the job named, or every job a filter could select,
 	// does not exist; nothing changed.
 	exitNotFound = 3
+	// exitWarnings: chokaq doctor found warnings and nothing failed.
+	exitWarnings = 3
 )
 
 // usageError marks an error that is the caller's input, not the system's.
@@ -49,6 +51,12 @@ func (e *notFoundError) Error() string { return e.err.Error() }
 func (e *notFoundError) Unwrap() error { return e.err }
 
 func notFound(format string, args ...any) error { return &notFoundError{fmt.Errorf(format, args...)} }
+
+// warningsError: nothing failed, but something deserves a look (exit 3).
+type warningsError struct{ err error }
+
+func (e *warningsError) Error() string { return e.err.Error() }
+func (e *warningsError) Unwrap() error { return e.err }
 
 // errNeedsSQLServer: the command needs a database and none is configured.
 var errNeedsSQLServer = errors.New("this command needs SQL Server: set ChokaQ.ConnectionString in appsettings.yaml, " +
@@ -102,15 +110,25 @@ func (a *app) execute(ctx context.Context, args []string) int {
 	if a.log != nil {
 		_ = a.log.Sync()
 	}
-	if err == nil {
-		return exitOK
+	if err != nil {
+		fmt.Fprintln(a.stderr, "chokaq: "+a.redact(err.Error()))
 	}
-	fmt.Fprintln(a.stderr, "chokaq: "+a.redact(err.Error()))
-	if isUsage(err) {
+	return a.exitCode(err)
+}
+
+// exitCode maps a command's error to the process's exit code, in one place.
+func (a *app) exitCode(err error) int {
+	switch {
+	case err == nil:
+		return exitOK
+	case isUsage(err):
 		return exitUsage
 	}
 	if _, ok := errors.AsType[*notFoundError](err); ok {
 		return exitNotFound
+	}
+	if _, ok := errors.AsType[*warningsError](err); ok {
+		return exitWarnings
 	}
 	return exitRuntime
 }
@@ -136,7 +154,7 @@ func (a *app) redact(s string) string {
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "chokaq",
-		Short:         "Operate chokaq-go: migrations, jobs, dead letters, queues, rescue, demo",
+		Short:         "Operate chokaq-go: migrations, a database check, jobs, dead letters, queues, rescue, demo",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -163,7 +181,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.log = zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(a.stderr), lvl))
 		return nil
 	}
-	root.AddCommand(a.versionCommand(), a.migrateCommand(), a.enqueueCommand(), a.dlqCommand(), a.jobsCommand(), a.queuesCommand(), a.schedulesCommand(),
+	root.AddCommand(a.versionCommand(), a.migrateCommand(), a.doctorCommand(), a.enqueueCommand(), a.dlqCommand(), a.jobsCommand(), a.queuesCommand(), a.schedulesCommand(),
 		a.statsCommand(), a.rescueCommand(), a.demoCommand(), a.configCommand())
 	root.AddCommand(a.dashboardCommand())
 	root.AddCommand(a.serveMetricsCommand())

@@ -1,11 +1,15 @@
-// Command chokaq migrates, operates and demonstrates chokaq-go: migrations,
-// enqueue, the dead-letter queue, queue controls, stats, rescue, and a
-// one-command demo. Configuration comes from appsettings.yaml (see package
+// Command chokaq migrates, checks, operates and demonstrates chokaq-go:
+// migrations, a check of a database before going live (doctor), enqueue,
+// the dead-letter queue, queue controls, stats, rescue, and a one-command
+// demo. Configuration comes from appsettings.yaml (see package
 // config); `chokaq --help` lists the commands.
 //
 // Exit codes: 0 success, 1 runtime failure (server unreachable, a store
-// error), 2 usage or configuration error (unknown command or flag, bad
-// value, invalid appsettings, missing connection string).
+// error, a failed check of `chokaq doctor`), 2 usage or configuration error
+// (unknown command or flag, bad value, invalid appsettings, missing
+// connection string, a command that needs SQL Server on the in-memory
+// store), 3 nothing found (a job named, a filter's jobs) or, for
+// `chokaq doctor`, warnings and nothing failed.
 package main
 
 import (
