@@ -36,6 +36,10 @@ type Store struct {
 	// finished orders each queue's archived and dead-lettered jobs by
 	// finish (finished.go).
 	finished map[jobs.Table]map[string]*finishLog
+	// fetched orders Fetched jobs by claim and deadlines Processing jobs
+	// by deadline, for rescue phases 1 and 3 (inflight.go); phase 2's
+	// index is each queue's beats.
+	fetched, deadlines flightIndex
 }
 
 var (
@@ -83,10 +87,11 @@ func (s *Store) now() time.Time { return s.clock().UTC() }
 // queueState is the control row of a queue plus the indexes a claim needs.
 type queueState struct {
 	settings  jobs.QueueSettings
-	hasRow    bool    // an operator or config created the control row
-	ready     jobHeap // due Pending jobs, best first
-	scheduled jobHeap // Pending jobs not yet due, soonest first
-	active    int     // Fetched + Processing
+	hasRow    bool        // an operator or config created the control row
+	ready     jobHeap     // due Pending jobs, best first
+	scheduled jobHeap     // Pending jobs not yet due, soonest first
+	active    int         // Fetched + Processing
+	beats     flightIndex // Processing jobs by last sign of life (phase 2)
 }
 
 func (s *Store) queue(name string) *queueState {
@@ -216,6 +221,7 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			j.Lease++
 			j.LastUpdatedAt = now
 			q.active++
+			s.indexFetched(j)
 			if len(block) == cap(block) {
 				block = make([]jobs.Job, 0, min(p.Limit-len(out), 64))
 				if out == nil {
@@ -272,6 +278,7 @@ func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (job
 	j.StartedAt, j.HeartbeatAt, j.LastUpdatedAt = now, now, now
 	j.DeadlineAt = now.Add(timeout)
 	j.HeartbeatMax = p.HeartbeatMax.Truncate(time.Millisecond) // what SQL Server keeps
+	s.indexStarted(j)
 	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout}, nil
 }
 
@@ -286,6 +293,11 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.Heart
 	now := s.now()
 	for _, ref := range refs {
 		j := s.owned(ref, jobs.StatusProcessing)
+		if j != nil && now.Before(j.HeartbeatAt) {
+			// The clock went back: the index's instant for this job is no
+			// longer a lower bound of its last sign of life.
+			s.queue(j.Queue).beats.push(flightEntry{job: j, lease: j.Lease, at: nanos(now)}, s.isProcessing)
+		}
 		switch {
 		case j == nil:
 			r.Lost = append(r.Lost, ref)
@@ -525,14 +537,17 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	defer s.mu.Unlock()
 	now := s.now()
 	cutoff := now.Add(-p.Timeout)
+	var cands []flightEntry
+	for _, e := range s.fetched.popBefore(nanos(cutoff), s.isFetched) {
+		if e.job.LastUpdatedAt.Before(cutoff) {
+			cands = append(cands, e)
+		} else {
+			s.indexFetched(e.job)
+		}
+	}
 	var out []jobs.Rescued
-	for _, j := range s.sortedHot() {
-		if len(out) == p.RescueLimit() {
-			break
-		}
-		if j.Status != jobs.StatusFetched || !j.LastUpdatedAt.Before(cutoff) {
-			continue
-		}
+	for _, e := range s.takeLowestIDs(&s.fetched, s.isFetched, cands, p.RescueLimit()) {
+		j := e.job
 		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.LastUpdatedAt, At: now})
 		s.queue(j.Queue).active--
 		toPending(j, now)
@@ -541,7 +556,29 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	return out, nil
 }
 
-// RescueZombies implements jobs.Store (phase 2).
+// takeLowestIDs returns the limit candidates of lowest ID, in ID order,
+// and gives the others back to the index they came from (x, or each
+// one's queue's beats when x is nil), whose live entries live tells:
+// they stay candidates for the next call.
+func (s *Store) takeLowestIDs(x *flightIndex, live func(flightEntry) bool, cands []flightEntry, limit int) []flightEntry {
+	slices.SortFunc(cands, byID)
+	if len(cands) <= limit {
+		return cands
+	}
+	for _, e := range cands[limit:] {
+		from := x
+		if from == nil {
+			from = &s.queue(e.job.Queue).beats
+		}
+		from.push(e, live)
+	}
+	return cands[:limit]
+}
+
+// RescueZombies implements jobs.Store (phase 2). Each queue's index gives
+// the jobs silent for longer than the queue's timeout; a job's own floor
+// (jobs.ZombieTimeout of its HeartbeatMax) can keep one of them in, and it
+// is read again at the next call.
 func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -552,28 +589,38 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	type zombie struct {
+		seen    time.Time
+		timeout time.Duration
+	}
+	var cands []flightEntry
+	found := map[*jobs.Job]zombie{}
+	for _, q := range s.queues {
+		queueTimeout := p.Timeout
+		if q.settings.ZombieTimeout > 0 {
+			queueTimeout = q.settings.ZombieTimeout
+		}
+		var back []flightEntry
+		for _, e := range q.beats.popBefore(nanos(now.Add(-queueTimeout)), s.isProcessing) {
+			j := e.job
+			timeout := jobs.ZombieTimeout(queueTimeout, j.HeartbeatMax)
+			seen := lastSeen(j)
+			if !seen.Before(now.Add(-timeout)) {
+				back = append(back, flightEntry{job: j, lease: e.lease, at: nanos(seen)})
+				continue
+			}
+			cands = append(cands, e)
+			found[j] = zombie{seen: seen, timeout: timeout}
+		}
+		for _, e := range back {
+			q.beats.push(e, s.isProcessing)
+		}
+	}
 	var out []jobs.Rescued
-	for _, j := range s.sortedHot() {
-		if len(out) == p.RescueLimit() {
-			break
-		}
-		if j.Status != jobs.StatusProcessing {
-			continue
-		}
-		timeout := p.Timeout
-		if q := s.queueOf(j.Queue); q != nil && q.settings.ZombieTimeout > 0 {
-			timeout = q.settings.ZombieTimeout
-		}
-		timeout = jobs.ZombieTimeout(timeout, j.HeartbeatMax)
-		seen := j.HeartbeatAt
-		if seen.IsZero() {
-			seen = j.LastUpdatedAt
-		}
-		if !seen.Before(now.Add(-timeout)) {
-			continue
-		}
-		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: seen, Reason: jobs.ReasonZombie, At: now})
-		s.toDLQ(j, jobs.ReasonZombie, jobs.ZombieDetails(seen, timeout, j.WorkerID), now)
+	for _, e := range s.takeLowestIDs(nil, s.isProcessing, cands, p.RescueLimit()) {
+		j, z := e.job, found[e.job]
+		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: z.seen, Reason: jobs.ReasonZombie, At: now})
+		s.toDLQ(j, jobs.ReasonZombie, jobs.ZombieDetails(z.seen, z.timeout, j.WorkerID), now)
 	}
 	return out, nil
 }
@@ -586,14 +633,15 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	var cands []flightEntry
+	for _, e := range s.deadlines.popBefore(nanos(now), s.isProcessing) {
+		if !e.job.DeadlineAt.IsZero() && e.job.DeadlineAt.Before(now) {
+			cands = append(cands, e)
+		}
+	}
 	var out []jobs.Rescued
-	for _, j := range s.sortedHot() {
-		if len(out) == p.RescueLimit() {
-			break
-		}
-		if j.Status != jobs.StatusProcessing || j.DeadlineAt.IsZero() || !j.DeadlineAt.Before(now) {
-			continue
-		}
+	for _, e := range s.takeLowestIDs(&s.deadlines, s.isProcessing, cands, p.RescueLimit()) {
+		j := e.job
 		// A job whose cancel was requested and that ran on to its deadline
 		// was cancelled: its handler ignored the request.
 		reason := jobs.ReasonTimeout
@@ -604,16 +652,6 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		s.toDLQ(j, reason, jobs.DeadlineDetails(j.DeadlineAt, j.WorkerID), now)
 	}
 	return out, nil
-}
-
-// sortedHot returns hot jobs by ID so batch limits are deterministic.
-func (s *Store) sortedHot() []*jobs.Job {
-	out := make([]*jobs.Job, 0, len(s.hot))
-	for _, j := range s.hot {
-		out = append(out, j)
-	}
-	slices.SortFunc(out, func(a, b *jobs.Job) int { return compareInt64(a.ID, b.ID) })
-	return out
 }
 
 // Resurrect implements jobs.Store.
