@@ -122,3 +122,22 @@ func BenchmarkMemstoreRescue(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkMemstoreHeartbeat times a heartbeat of 100 jobs among 10,000
+// Processing ones: the call a rescue index must not slow down.
+func BenchmarkMemstoreHeartbeat(b *testing.B) {
+	clock := memstore.NewManualClock(epoch)
+	s := memstore.New(memstore.WithClock(clock.Now))
+	fill(b, s, "work", benchInFlight)
+	refs := claim(b, s, "work", benchInFlight, 24*time.Hour)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % (len(refs) / 100)
+		if _, err := s.Heartbeat(ctx, refs[k*100:(k+1)*100]); err != nil {
+			b.Fatal(err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+}
