@@ -109,6 +109,7 @@ func BenchmarkMemstoreRescue(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			b.StopTimer()
+			fill(b, s, "work", 500) // as many as the round dead-letters
 			claim(b, s, "work", 500, 0)
 			claim(b, s, "work", 500, time.Second)
 			clock.Advance(fetchTimeout + time.Second)
@@ -139,5 +140,87 @@ func BenchmarkMemstoreHeartbeat(b *testing.B) {
 			b.Fatal(err)
 		}
 		clock.Advance(time.Millisecond)
+	}
+}
+
+// operatorStore is a store of 1,000,000 jobs: 800,000 Pending in two
+// queues, 100,000 archived and 100,000 dead-lettered.
+func operatorStore(b *testing.B) *memstore.Store {
+	clock := memstore.NewManualClock(epoch)
+	s := memstore.New(memstore.WithClock(clock.Now))
+	ctx := context.Background()
+	fill(b, s, "bulk", 400_000)
+	fill(b, s, "other", 400_000)
+	fill(b, s, "done", 200_000)
+	for i := range 200 {
+		refs := claim(b, s, "done", 1000, time.Hour)
+		if i%2 == 0 {
+			_, err := s.CompleteMany(ctx, refs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			continue
+		}
+		items := make([]jobs.DeadLetterItem, len(refs))
+		for k, r := range refs {
+			items[k] = jobs.DeadLetterItem{Ref: r, Params: jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "boom"}}
+		}
+		if _, err := s.DeadLetterMany(ctx, items); err != nil {
+			b.Fatal(err)
+		}
+		clock.Advance(time.Second)
+	}
+	return s
+}
+
+// BenchmarkMemstoreOperator times each operator read and bulk action over
+// 1,000,000 jobs: how long it holds the store's lock.
+func BenchmarkMemstoreOperator(b *testing.B) {
+	s := operatorStore(b)
+	ctx := context.Background()
+	pending := jobs.StatusPending
+	failed := jobs.ReasonFatal
+	now, _ := s.Now(ctx)
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"QueueStats", func() error { _, err := s.QueueStats(ctx); return err }},
+		{"QueueDepths", func() error { _, err := s.QueueDepths(ctx, []string{"bulk", "other"}, 1000); return err }},
+		{"ListJobs/hot", func() error { _, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableHot}); return err }},
+		{"ListJobs/hot-queue-status", func() error {
+			_, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableHot, Filter: jobs.Filter{Queue: "other", Status: &pending}})
+			return err
+		}},
+		{"ListJobs/dlq-reason-text", func() error {
+			_, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableDLQ, Filter: jobs.Filter{Reason: &failed, Text: "boom"}})
+			return err
+		}},
+		{"CountJobs/hot-queue", func() error {
+			_, err := s.CountJobs(ctx, jobs.TableHot, jobs.Filter{Queue: "bulk"})
+			return err
+		}},
+		{"CountJobs/archive", func() error { _, err := s.CountJobs(ctx, jobs.TableArchive, jobs.Filter{}); return err }},
+		{"FinishedCounts/day", func() error {
+			_, err := s.FinishedCounts(ctx, jobs.FinishedCountsParams{From: now.Add(-24 * time.Hour), To: now.Add(time.Second), Bucket: time.Minute})
+			return err
+		}},
+		{"TableQueues/hot", func() error { _, err := s.TableQueues(ctx, jobs.TableHot, ""); return err }},
+		{"Resurrect/no-match", func() error {
+			_, err := s.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{Type: "none"}})
+			return err
+		}},
+		{"Purge/archive-no-match", func() error {
+			_, err := s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableArchive, Filter: jobs.Filter{Type: "none"}})
+			return err
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				if err := c.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

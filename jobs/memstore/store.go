@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"fmt"
 	"maps"
@@ -749,25 +750,31 @@ func (s *Store) table(t jobs.Table) map[int64]*jobs.Job {
 
 // matching returns the jobs of table t that f selects, newest first.
 func (s *Store) matching(t jobs.Table, f jobs.Filter, now time.Time) []*jobs.Job {
-	var ids map[int64]bool
-	if len(f.IDs) > 0 {
-		ids = make(map[int64]bool, len(f.IDs))
-		for _, id := range f.IDs {
-			ids[id] = true
-		}
-	}
 	var out []*jobs.Job
-	for _, j := range s.table(t) {
-		if ids != nil && !ids[j.ID] {
-			continue
-		}
-		if !matches(j, f, now) {
-			continue
-		}
-		out = append(out, j)
-	}
+	s.each(t, f, now, func(j *jobs.Job) { out = append(out, j) })
 	slices.SortFunc(out, func(a, b *jobs.Job) int { return compareInt64(b.ID, a.ID) })
 	return out
+}
+
+// each calls fn for every job of table t that f selects, in no order. A
+// filter by IDs looks its jobs up; any other walks the table.
+func (s *Store) each(t jobs.Table, f jobs.Filter, now time.Time, fn func(*jobs.Job)) {
+	m := s.table(t)
+	if len(f.IDs) > 0 {
+		seen := make(map[int64]bool, len(f.IDs))
+		for _, id := range f.IDs {
+			if j := m[id]; j != nil && !seen[id] && matches(j, f, now) {
+				seen[id] = true
+				fn(j)
+			}
+		}
+		return
+	}
+	for _, j := range m {
+		if matches(j, f, now) {
+			fn(j)
+		}
+	}
 }
 
 func matches(j *jobs.Job, f jobs.Filter, now time.Time) bool {
@@ -823,7 +830,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	return nil, fmt.Errorf("memstore: job %d: %w", id, jobs.ErrJobNotFound)
 }
 
-// ListJobs implements jobs.Store.
+// ListJobs implements jobs.Store. It walks the table once, keeping the
+// page's newest matches in a bounded heap, instead of sorting every match.
 func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
 	if err := ctx.Err(); err != nil {
 		return jobs.JobPage{}, err
@@ -834,16 +842,28 @@ func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit := p.PageLimit()
-	var page jobs.JobPage
-	for _, j := range s.matching(p.Table, p.Filter, s.now()) {
+	// newest holds up to limit+1 matches, the oldest of them on top: one
+	// more than the page tells whether a next page exists.
+	newest := &jobHeap{less: func(a, b *jobs.Job) bool { return a.ID < b.ID }}
+	s.each(p.Table, p.Filter, s.now(), func(j *jobs.Job) {
 		if p.BeforeID > 0 && j.ID >= p.BeforeID {
-			continue
+			return
 		}
-		if len(page.Jobs) == limit {
-			page.NextBeforeID = page.Jobs[limit-1].ID
-			break
+		if newest.Len() <= limit {
+			newest.push(j)
+		} else if j.ID > newest.peek().ID {
+			newest.items[0] = j
+			heap.Fix(newest, 0)
 		}
+	})
+	found := newest.items
+	slices.SortFunc(found, func(a, b *jobs.Job) int { return compareInt64(b.ID, a.ID) })
+	var page jobs.JobPage
+	for _, j := range found[:min(len(found), limit)] {
 		page.Jobs = append(page.Jobs, j.Clone())
+	}
+	if len(found) > limit {
+		page.NextBeforeID = page.Jobs[limit-1].ID
 	}
 	return page, nil
 }
@@ -858,7 +878,9 @@ func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.matching(t, f, s.now()))), nil
+	var n int64
+	s.each(t, f, s.now(), func(*jobs.Job) { n++ })
+	return n, nil
 }
 
 // Queues implements jobs.Store.
