@@ -152,8 +152,8 @@ func operatorStore(b *testing.B) *memstore.Store {
 	fill(b, s, "bulk", 400_000)
 	fill(b, s, "other", 400_000)
 	fill(b, s, "done", 200_000)
-	for i := range 200 {
-		refs := claim(b, s, "done", 1000, time.Hour)
+	for i := range 400 {
+		refs := claim(b, s, "done", jobs.MaxWorkerBatch, time.Hour)
 		if i%2 == 0 {
 			_, err := s.CompleteMany(ctx, refs)
 			if err != nil {
