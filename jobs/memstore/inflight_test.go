@@ -77,7 +77,11 @@ func (s *Store) checkIndexes(t *testing.T) {
 		}
 	}
 	nf, np := 0, 0
+	counts := map[string][3]int{}
 	for _, j := range s.hot {
+		c := counts[jobs.QueueKey(j.Queue)]
+		c[j.Status]++
+		counts[jobs.QueueKey(j.Queue)] = c
 		switch j.Status {
 		case jobs.StatusFetched:
 			nf++
@@ -92,6 +96,11 @@ func (s *Store) checkIndexes(t *testing.T) {
 			if at, ok := deadlines[j]; !ok || at != nanos(j.DeadlineAt) {
 				t.Fatalf("Processing job %d: deadline entry %v (present %v), deadline %v", j.ID, at, ok, nanos(j.DeadlineAt))
 			}
+		}
+	}
+	for key, q := range s.queues {
+		if q.counts != counts[key] || q.active != q.counts[jobs.StatusFetched]+q.counts[jobs.StatusProcessing] {
+			t.Fatalf("queue %q counts %v, active %d; walk: %v", key, q.counts, q.active, counts[key])
 		}
 	}
 	if len(fetched) != nf || len(beats) != np || len(deadlines) != np {

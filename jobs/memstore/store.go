@@ -88,11 +88,14 @@ func (s *Store) now() time.Time { return s.clock().UTC() }
 // queueState is the control row of a queue plus the indexes a claim needs.
 type queueState struct {
 	settings  jobs.QueueSettings
-	hasRow    bool        // an operator or config created the control row
-	ready     jobHeap     // due Pending jobs, best first
-	scheduled jobHeap     // Pending jobs not yet due, soonest first
-	active    int         // Fetched + Processing
-	beats     flightIndex // Processing jobs by last sign of life (phase 2)
+	hasRow    bool    // an operator or config created the control row
+	ready     jobHeap // due Pending jobs, best first
+	scheduled jobHeap // Pending jobs not yet due, soonest first
+	active    int     // Fetched + Processing
+	// counts holds the queue's hot jobs by status (Pending, Fetched,
+	// Processing), kept as they move, so that depths need no walk.
+	counts [3]int
+	beats  flightIndex // Processing jobs by last sign of life (phase 2)
 }
 
 func (s *Store) queue(name string) *queueState {
@@ -108,12 +111,20 @@ func (s *Store) queue(name string) *queueState {
 	return q
 }
 
+// leave records that a job of the queue left status st (Fetched or
+// Processing) for Pending or another table.
+func (q *queueState) leave(st jobs.Status) {
+	q.active--
+	q.counts[st]--
+}
+
 // queueOf returns the state of an existing queue, or nil.
 func (s *Store) queueOf(name string) *queueState { return s.queues[jobs.QueueKey(name)] }
 
 // pushPending indexes a job that just became Pending.
 func (s *Store) pushPending(j *jobs.Job, now time.Time) {
 	q := s.queue(j.Queue)
+	q.counts[jobs.StatusPending]++
 	if j.ScheduledAt.After(now) {
 		q.scheduled.push(j)
 	} else {
@@ -222,6 +233,8 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			j.Lease++
 			j.LastUpdatedAt = now
 			q.active++
+			q.counts[jobs.StatusPending]--
+			q.counts[jobs.StatusFetched]++
 			s.indexFetched(j)
 			if len(block) == cap(block) {
 				block = make([]jobs.Job, 0, min(p.Limit-len(out), 64))
@@ -279,6 +292,9 @@ func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (job
 	j.StartedAt, j.HeartbeatAt, j.LastUpdatedAt = now, now, now
 	j.DeadlineAt = now.Add(timeout)
 	j.HeartbeatMax = p.HeartbeatMax.Truncate(time.Millisecond) // what SQL Server keeps
+	q := s.queue(j.Queue)
+	q.counts[jobs.StatusFetched]--
+	q.counts[jobs.StatusProcessing]++
 	s.indexStarted(j)
 	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout}, nil
 }
@@ -360,7 +376,7 @@ func (s *Store) retry(ref jobs.LeaseRef, p jobs.RetryParams, now time.Time) erro
 	if err := s.cancelInstead(j, "retry", p.Error, now); err != nil {
 		return err
 	}
-	s.queue(j.Queue).active--
+	s.queue(j.Queue).leave(j.Status)
 	toPending(j, now)
 	j.ScheduledAt = now.Add(p.Delay)
 	j.LastError = p.Error
@@ -398,7 +414,7 @@ func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozePara
 	if err := s.cancelInstead(j, "snooze", "snoozed after its cancel was requested", now); err != nil {
 		return err
 	}
-	s.queue(j.Queue).active--
+	s.queue(j.Queue).leave(j.Status)
 	toPending(j, now)
 	j.AttemptCount--
 	j.SnoozeCount++
@@ -481,7 +497,7 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 	n := 0
 	for _, ref := range refs {
 		if j := s.owned(ref, jobs.StatusFetched); j != nil {
-			s.queue(j.Queue).active--
+			s.queue(j.Queue).leave(j.Status)
 			toPending(j, now)
 			s.pushPending(j, now)
 			n++
@@ -507,8 +523,10 @@ func (s *Store) removeHot(j *jobs.Job) {
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
 		delete(s.idem, j.IdempotencyKey)
 	}
-	if j.Status != jobs.StatusPending {
-		s.queue(j.Queue).active--
+	if q := s.queue(j.Queue); j.Status == jobs.StatusPending {
+		q.counts[jobs.StatusPending]--
+	} else {
+		q.leave(j.Status)
 	}
 }
 
@@ -550,7 +568,7 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	for _, e := range s.takeLowestIDs(&s.fetched, s.isFetched, cands, p.RescueLimit()) {
 		j := e.job
 		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.LastUpdatedAt, At: now})
-		s.queue(j.Queue).active--
+		s.queue(j.Queue).leave(j.Status)
 		toPending(j, now)
 		s.pushPending(j, now)
 	}
@@ -1001,30 +1019,15 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Each queue's counts are kept as its jobs move: no walk.
 	out := make([]jobs.QueueDepth, 0, len(queues))
-	idx := map[string]int{}
-	for _, q := range jobs.UniqueQueues(queues) {
-		idx[jobs.QueueKey(q)] = len(out)
-		out = append(out, jobs.QueueDepth{Queue: q})
-	}
-	bump := func(n *int64) {
-		if *n < int64(limit) {
-			*n++
+	c := func(n int) int64 { return int64(min(n, limit)) }
+	for _, name := range jobs.UniqueQueues(queues) {
+		d := jobs.QueueDepth{Queue: name}
+		if q := s.queueOf(name); q != nil {
+			d.Pending, d.Fetched, d.Processing = c(q.counts[jobs.StatusPending]), c(q.counts[jobs.StatusFetched]), c(q.counts[jobs.StatusProcessing])
 		}
-	}
-	for _, j := range s.hot {
-		i, ok := idx[jobs.QueueKey(j.Queue)]
-		if !ok {
-			continue
-		}
-		switch j.Status {
-		case jobs.StatusPending:
-			bump(&out[i].Pending)
-		case jobs.StatusFetched:
-			bump(&out[i].Fetched)
-		case jobs.StatusProcessing:
-			bump(&out[i].Processing)
-		}
+		out = append(out, d)
 	}
 	return out, nil
 }
