@@ -306,3 +306,15 @@ func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.Transi
 	}
 	return jobs.Batches(s.Store).Transition(ctx, t)
 }
+
+// Probe fails with ErrCut while the wrapper is cut, else asks the wrapped
+// store (jobs.Prober), or answers true when it cannot tell.
+func (s *Store) Probe(ctx context.Context, queues []string) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	if p, ok := s.Store.(jobs.Prober); ok {
+		return p.Probe(ctx, queues)
+	}
+	return true, nil
+}
