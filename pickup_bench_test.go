@@ -53,8 +53,8 @@ func BenchmarkPickupAcrossProcesses(b *testing.B) {
 }
 
 // measurePickup runs the benchmark's two Clients over the two stores and
-// reports its metrics; counted, when not nil, counts the consumer's calls.
-func measurePickup(b *testing.B, consumerStore, producerStore jobs.Store, poll time.Duration) {
+// reports its metrics; the consumer's latency store counts its calls.
+func measurePickup(b *testing.B, consumerStore *latencystore.Store, producerStore jobs.Store, poll time.Duration) {
 	ctx := context.Background()
 	reg := processor.NewRegistry()
 	var mu sync.Mutex
@@ -80,7 +80,7 @@ func measurePickup(b *testing.B, consumerStore, producerStore jobs.Store, poll t
 	}
 	defer consumer.Stop(ctx)
 
-	calls := func() int64 { return storeCalls(consumerStore) }
+	calls := func() int64 { return consumerStore.Counts(latencystore.WorkerOps...) }
 	time.Sleep(2 * time.Second) // past the start's first claims, into the idle polls
 	before, idleFrom := calls(), time.Now()
 	time.Sleep(3 * time.Second)
@@ -112,15 +112,6 @@ func measurePickup(b *testing.B, consumerStore, producerStore jobs.Store, poll t
 	b.ReportMetric(pickupPercentile(waits, 99), "p99-ms")
 	b.ReportMetric(idle, "idle-calls/s")
 	b.ReportMetric(0, "ns/op") // the op is paced by the gaps: its time says nothing
-}
-
-// storeCalls is the worker-side calls a store has counted: the latency
-// store counts its own; a store that counts none reports 0.
-func storeCalls(s jobs.Store) int64 {
-	if c, ok := s.(interface{ Counts(...latencystore.Op) int64 }); ok {
-		return c.Counts(latencystore.WorkerOps...)
-	}
-	return 0
 }
 
 func pickupPercentile(xs []float64, p int) float64 {
