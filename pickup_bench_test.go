@@ -24,7 +24,7 @@ var pickupSettings = []struct {
 	poll time.Duration // 0: the default
 }{
 	{"Setting=default", 0},
-	{"Setting=low-latency", 75 * time.Millisecond},
+	{"Setting=low-latency", 60 * time.Millisecond},
 }
 
 // BenchmarkPickupAcrossProcesses: a job enqueued by one Client starts in
