@@ -14,7 +14,9 @@ import (
 
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/latencystore"
 	"github.com/chokaq/chokaq-go/processor"
+	"github.com/chokaq/chokaq-go/sqlserver"
 	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
 	"github.com/chokaq/chokaq-go/telemetry"
 	"github.com/chokaq/chokaq-go/zombie"
@@ -169,5 +171,28 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// BenchmarkSQLServerPickupAcrossProcesses is BenchmarkPickupAcrossProcesses
+// on the test server: two stores on their own pools, as two processes
+// have; the consumer's behind a latency store of no cost, which only
+// counts its calls. Run with -benchtime=50x.
+func BenchmarkSQLServerPickupAcrossProcesses(b *testing.B) {
+	for _, set := range pickupSettings {
+		b.Run(set.name, func(b *testing.B) {
+			dsn, name := sqlservertest.NewSchema(b)
+			open := func() *sqlserver.Store {
+				s, err := sqlserver.Open(b.Context(), dsn, sqlserver.WithSchema(name))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = s.Close() })
+				return s
+			}
+			consumer := latencystore.New(open(), latencystore.Config{})
+			defer consumer.Close()
+			measurePickup(b, consumer, open(), set.poll)
+		})
 	}
 }

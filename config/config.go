@@ -67,10 +67,13 @@ type Retention struct {
 
 // Execution configures the processor's workers.
 type Execution struct {
-	Concurrency          int           // worker goroutines (10)
-	PrefetchSize         int           // buffer of claimed jobs (100)
-	BatchSize            int           // most jobs per claim, 1 to 1000 (20)
-	PollInterval         time.Duration // longest idle wait between claims (1s)
+	Concurrency  int           // worker goroutines (10)
+	PrefetchSize int           // buffer of claimed jobs (100)
+	BatchSize    int           // most jobs per claim, 1 to 1000 (20)
+	PollInterval time.Duration // longest idle wait between polls (500ms)
+	// PollJitter stretches each wait between polls by up to this fraction
+	// of it, 0 to 1 (0.2; 0 means none).
+	PollJitter           float64
 	DefaultTimeout       time.Duration // execution timeout of a queue that sets none (15m)
 	HeartbeatIntervalMin time.Duration // (8s)
 	HeartbeatIntervalMax time.Duration // (12s)
@@ -139,6 +142,7 @@ func Default() *Config {
 			PrefetchSize:              p.PrefetchSize,
 			BatchSize:                 p.BatchSize,
 			PollInterval:              p.PollInterval,
+			PollJitter:                p.PollJitter,
 			DefaultTimeout:            p.DefaultTimeout,
 			HeartbeatIntervalMin:      p.HeartbeatIntervalMin,
 			HeartbeatIntervalMax:      p.HeartbeatIntervalMax,
@@ -192,6 +196,7 @@ func (c *Config) ProcessorConfig() processor.Config {
 		PrefetchSize:              c.Execution.PrefetchSize,
 		BatchSize:                 c.Execution.BatchSize,
 		PollInterval:              c.Execution.PollInterval,
+		PollJitter:                pollJitter(c.Execution.PollJitter),
 		DefaultTimeout:            c.Execution.DefaultTimeout,
 		HeartbeatIntervalMin:      c.Execution.HeartbeatIntervalMin,
 		HeartbeatIntervalMax:      c.Execution.HeartbeatIntervalMax,
@@ -220,6 +225,16 @@ func jitter(d time.Duration) time.Duration {
 		return processor.NoJitter
 	}
 	return d
+}
+
+// pollJitter maps the configured Execution.PollJitter onto the
+// processor's: in the file 0 means none, while a zero processor field
+// takes the default.
+func pollJitter(f float64) float64 {
+	if f == 0 {
+		return processor.NoPollJitter
+	}
+	return f
 }
 
 // ClientConfig turns the configuration into a chokaq.Config for chokaq.New:

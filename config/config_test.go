@@ -32,7 +32,8 @@ func TestDefault(t *testing.T) {
 		{"Execution.Concurrency", c.Execution.Concurrency, 10},
 		{"Execution.PrefetchSize", c.Execution.PrefetchSize, 100},
 		{"Execution.BatchSize", c.Execution.BatchSize, 20},
-		{"Execution.PollInterval", c.Execution.PollInterval, time.Second},
+		{"Execution.PollInterval", c.Execution.PollInterval, 500 * time.Millisecond},
+		{"Execution.PollJitter", c.Execution.PollJitter, 0.2},
 		{"Execution.DefaultTimeout", c.Execution.DefaultTimeout, 15 * time.Minute},
 		{"Execution.HeartbeatIntervalMin", c.Execution.HeartbeatIntervalMin, 8 * time.Second},
 		{"Execution.HeartbeatIntervalMax", c.Execution.HeartbeatIntervalMax, 12 * time.Second},
@@ -146,6 +147,7 @@ var yamlCases = []struct {
 	{"Execution.PrefetchSize", "50", func(c *Config) { c.Execution.PrefetchSize = 50 }},
 	{"Execution.BatchSize", "1000", func(c *Config) { c.Execution.BatchSize = 1000 }},
 	{"Execution.PollInterval", "250ms", func(c *Config) { c.Execution.PollInterval = 250 * time.Millisecond }},
+	{"Execution.PollJitter", "0.5", func(c *Config) { c.Execution.PollJitter = 0.5 }},
 	{"Execution.DefaultTimeout", "01:00:00", func(c *Config) { c.Execution.DefaultTimeout = time.Hour }},
 	{"Execution.HeartbeatIntervalMin", "5s", func(c *Config) { c.Execution.HeartbeatIntervalMin = 5 * time.Second }},
 	{"Execution.HeartbeatIntervalMax", "20s", func(c *Config) { c.Execution.HeartbeatIntervalMax = 20 * time.Second }},
@@ -270,7 +272,8 @@ func TestProcessorConfig(t *testing.T) {
 		Concurrency: 4, PrefetchSize: 40, BatchSize: 8, PollInterval: 2 * time.Second,
 		DefaultTimeout: time.Hour, HeartbeatIntervalMin: 5 * time.Second, HeartbeatIntervalMax: 7 * time.Second,
 		HeartbeatFailureThreshold: 4, CancelOnHeartbeatFailure: true, ShutdownTimeout: time.Minute, MaxSnoozes: 12,
-		ReleaseAfter: 90 * time.Second, // half of Recovery.FetchedJobTimeout
+		ReleaseAfter: 90 * time.Second,       // half of Recovery.FetchedJobTimeout
+		PollJitter:   processor.NoPollJitter, // custom() leaves it at 0, which in a file means none
 		// custom() leaves JitterMaxDelay at 0s, which in a file means no jitter.
 		Retry: processor.RetryPolicy{BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: processor.NoJitter},
 	}

@@ -62,6 +62,7 @@ var keys = []keyDef{
 	{name: "Execution.PrefetchSize", kind: kindInt, set: func(c *Config, v any) { c.Execution.PrefetchSize = v.(int) }},
 	{name: "Execution.BatchSize", kind: kindInt, set: func(c *Config, v any) { c.Execution.BatchSize = v.(int) }},
 	{name: "Execution.PollInterval", kind: kindDuration, set: func(c *Config, v any) { c.Execution.PollInterval = v.(time.Duration) }},
+	{name: "Execution.PollJitter", kind: kindFloat, set: func(c *Config, v any) { c.Execution.PollJitter = v.(float64) }},
 	{name: "Execution.DefaultTimeout", kind: kindDuration, set: func(c *Config, v any) { c.Execution.DefaultTimeout = v.(time.Duration) }},
 	{name: "Execution.HeartbeatIntervalMin", kind: kindDuration, set: func(c *Config, v any) { c.Execution.HeartbeatIntervalMin = v.(time.Duration) }},
 	{name: "Execution.HeartbeatIntervalMax", kind: kindDuration, set: func(c *Config, v any) { c.Execution.HeartbeatIntervalMax = v.(time.Duration) }},

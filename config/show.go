@@ -52,18 +52,19 @@ type showSchedule struct {
 }
 
 type showExecution struct {
-	Concurrency               int    `yaml:"Concurrency" json:"Concurrency"`
-	PrefetchSize              int    `yaml:"PrefetchSize" json:"PrefetchSize"`
-	BatchSize                 int    `yaml:"BatchSize" json:"BatchSize"`
-	PollInterval              string `yaml:"PollInterval" json:"PollInterval"`
-	DefaultTimeout            string `yaml:"DefaultTimeout" json:"DefaultTimeout"`
-	HeartbeatIntervalMin      string `yaml:"HeartbeatIntervalMin" json:"HeartbeatIntervalMin"`
-	HeartbeatIntervalMax      string `yaml:"HeartbeatIntervalMax" json:"HeartbeatIntervalMax"`
-	HeartbeatFailureThreshold int    `yaml:"HeartbeatFailureThreshold" json:"HeartbeatFailureThreshold"`
-	CancelOnHeartbeatFailure  bool   `yaml:"CancelOnHeartbeatFailure" json:"CancelOnHeartbeatFailure"`
-	ShutdownTimeout           string `yaml:"ShutdownTimeout" json:"ShutdownTimeout"`
-	BatchLinger               string `yaml:"BatchLinger" json:"BatchLinger"`
-	MaxSnoozes                int    `yaml:"MaxSnoozes" json:"MaxSnoozes"`
+	Concurrency               int     `yaml:"Concurrency" json:"Concurrency"`
+	PrefetchSize              int     `yaml:"PrefetchSize" json:"PrefetchSize"`
+	BatchSize                 int     `yaml:"BatchSize" json:"BatchSize"`
+	PollInterval              string  `yaml:"PollInterval" json:"PollInterval"`
+	PollJitter                float64 `yaml:"PollJitter" json:"PollJitter"`
+	DefaultTimeout            string  `yaml:"DefaultTimeout" json:"DefaultTimeout"`
+	HeartbeatIntervalMin      string  `yaml:"HeartbeatIntervalMin" json:"HeartbeatIntervalMin"`
+	HeartbeatIntervalMax      string  `yaml:"HeartbeatIntervalMax" json:"HeartbeatIntervalMax"`
+	HeartbeatFailureThreshold int     `yaml:"HeartbeatFailureThreshold" json:"HeartbeatFailureThreshold"`
+	CancelOnHeartbeatFailure  bool    `yaml:"CancelOnHeartbeatFailure" json:"CancelOnHeartbeatFailure"`
+	ShutdownTimeout           string  `yaml:"ShutdownTimeout" json:"ShutdownTimeout"`
+	BatchLinger               string  `yaml:"BatchLinger" json:"BatchLinger"`
+	MaxSnoozes                int     `yaml:"MaxSnoozes" json:"MaxSnoozes"`
 }
 
 type showRetry struct {
@@ -137,6 +138,7 @@ func (c *Config) shown() showFile {
 			PrefetchSize:              c.Execution.PrefetchSize,
 			BatchSize:                 c.Execution.BatchSize,
 			PollInterval:              d(c.Execution.PollInterval),
+			PollJitter:                c.Execution.PollJitter,
 			DefaultTimeout:            d(c.Execution.DefaultTimeout),
 			HeartbeatIntervalMin:      d(c.Execution.HeartbeatIntervalMin),
 			HeartbeatIntervalMax:      d(c.Execution.HeartbeatIntervalMax),

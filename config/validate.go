@@ -95,6 +95,7 @@ var settingKeys = map[string]string{
 	"processor.PrefetchSize":              "Execution.PrefetchSize",
 	"processor.BatchSize":                 "Execution.BatchSize",
 	"processor.PollInterval":              "Execution.PollInterval",
+	"processor.PollJitter":                "Execution.PollJitter",
 	"processor.BatchLinger":               "Execution.BatchLinger",
 	"processor.MaxSnoozes":                "Execution.MaxSnoozes",
 	"processor.DefaultTimeout":            "Execution.DefaultTimeout",
@@ -196,6 +197,8 @@ func (c *Config) validate(origins map[string]origin) error {
 		return v.fail("Retry.BaseDelay", r.BaseDelay, "must be positive")
 	case r.MaxDelay == 0:
 		return v.fail("Retry.MaxDelay", r.MaxDelay, "must be positive")
+	case !(e.PollJitter >= 0 && e.PollJitter <= processor.MaxPollJitter): // also refuses NaN
+		return v.fail("Execution.PollJitter", e.PollJitter, fmt.Sprintf("must be between 0 and %v (a fraction of each wait; 0 means no jitter)", processor.MaxPollJitter))
 	case r.JitterMaxDelay < 0:
 		return v.fail("Retry.JitterMaxDelay", r.JitterMaxDelay, "must not be negative (0s means no jitter)")
 	case r.MaxAttempts < 1 || r.MaxAttempts > jobs.MaxMaxAttempts:

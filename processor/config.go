@@ -20,10 +20,19 @@ type Config struct {
 	// Queues served, tried in rotating order (default ["default"]).
 	Queues []string
 
-	Concurrency  int           // worker goroutines (10)
-	PrefetchSize int           // buffer of claimed jobs (100)
-	BatchSize    int           // most jobs per claim (20)
-	PollInterval time.Duration // longest wait between claims when idle (1s)
+	Concurrency  int // worker goroutines (10)
+	PrefetchSize int // buffer of claimed jobs (100)
+	BatchSize    int // most jobs per claim (20)
+	// PollInterval is the longest wait between polls when idle (500ms): a
+	// job enqueued by another process waits up to about this long (ADR
+	// 0027). An idle poll probes when the store can (jobs.Prober) and
+	// claims only when the probe sees work; each costs one store call.
+	PollInterval time.Duration
+	// PollJitter stretches each wait between polls by a random part of up
+	// to this fraction of it (0.2), so a fleet started together does not
+	// poll in step; at most MaxPollJitter. NoPollJitter, or any negative
+	// value, polls exactly on time.
+	PollJitter float64
 	// DefaultTimeout is the execution timeout of a queue that sets none (15m).
 	DefaultTimeout time.Duration
 
@@ -82,6 +91,10 @@ type RetryPolicy struct {
 // zero field of Config.
 const NoJitter time.Duration = -1
 
+// NoPollJitter as Config.PollJitter polls exactly every wait; zero takes
+// the default, like every zero field of Config.
+const NoPollJitter float64 = -1
+
 // DefaultConfig returns the processor's defaults, as listed in docs/design.md
 // (Configuration defaults).
 func DefaultConfig() Config {
@@ -90,7 +103,8 @@ func DefaultConfig() Config {
 		Concurrency:               10,
 		PrefetchSize:              100,
 		BatchSize:                 20,
-		PollInterval:              time.Second,
+		PollInterval:              500 * time.Millisecond,
+		PollJitter:                0.2,
 		DefaultTimeout:            15 * time.Minute,
 		HeartbeatIntervalMin:      8 * time.Second,
 		HeartbeatIntervalMax:      jobs.DefaultHeartbeatIntervalMax,
@@ -132,6 +146,9 @@ func (c Config) withDefaults() Config {
 	setDur(&c.Retry.JitterMaxDelay, d.Retry.JitterMaxDelay)
 	if c.Retry.BackoffMultiplier == 0 {
 		c.Retry.BackoffMultiplier = d.Retry.BackoffMultiplier
+	}
+	if c.PollJitter == 0 {
+		c.PollJitter = d.PollJitter
 	}
 	if c.Logger == nil {
 		c.Logger = zap.NewNop()
@@ -175,6 +192,7 @@ const (
 	MaxReleaseAfter              = 12 * time.Hour
 	MaxBackoffMultiplier         = 1000
 	MaxBatchLinger               = time.Millisecond
+	MaxPollJitter                = 1.0
 	MaxMaxSnoozes                = 1_000_000
 )
 
@@ -235,6 +253,9 @@ func (c Config) validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if f := c.PollJitter; !(f <= MaxPollJitter) { // also refuses NaN; a negative value means none
+		return bad("PollJitter", f, fmt.Sprintf("must be at most %v (a fraction of the wait; negative for none)", MaxPollJitter))
 	}
 	if f := c.Retry.BackoffMultiplier; !(f >= 1 && f <= MaxBackoffMultiplier) { // also refuses NaN
 		return bad("Retry.BackoffMultiplier", f, fmt.Sprintf("must be between 1 and %d", MaxBackoffMultiplier))

@@ -28,6 +28,8 @@ func TestConfigBounds(t *testing.T) {
 		{"MaxInt32Workers", processor.Config{Concurrency: math.MaxInt32}, "processor: Concurrency = 2147483647: must be between 1 and 10000"},
 		{"HugeBuffer", processor.Config{PrefetchSize: 1 << 20}, "processor: PrefetchSize = 1048576: must be between 1 and 10000"},
 		{"PollOfAMicrosecond", processor.Config{PollInterval: time.Microsecond}, "processor: PollInterval = 1µs: must be between 10ms and 1h0m0s"},
+		{"PollJitterOverOne", processor.Config{PollJitter: 1.5}, "processor: PollJitter = 1.5: must be at most 1 (a fraction of the wait; negative for none)"},
+		{"PollJitterNaN", processor.Config{PollJitter: math.NaN()}, "processor: PollJitter = NaN: must be at most 1"},
 		{"NegativeShutdown", processor.Config{ShutdownTimeout: -time.Second}, "processor: ShutdownTimeout = -1s: must be between 0s and 1h0m0s"},
 		{"HeartbeatMinOverMax", processor.Config{HeartbeatIntervalMin: 20 * time.Second},
 			"processor: HeartbeatIntervalMin = 20s: must be <= processor.HeartbeatIntervalMax (12s)"},

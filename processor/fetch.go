@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"go.uber.org/zap"
@@ -30,6 +31,9 @@ type fetchState struct {
 	full          bool          // the last claim came back full: the queues have more
 	refreshed     time.Time     // the paused view was last read
 	next          int           // which queue to ask first
+	// idle: the last claim came back empty, so the next poll probes
+	// before it claims (when the store can probe).
+	idle bool
 }
 
 // fetchLoop keeps the buffer filled. It claims min(BatchSize, free space)
@@ -38,7 +42,10 @@ type fetchState struct {
 // claims come back full it keeps up to maxClaimsInFlight out at once, so
 // workers do not idle while a claim travels; after a partial claim it
 // waits PollInterval/10, and while the queues are empty it backs off to
-// PollInterval. It claims nothing while heartbeats fail.
+// PollInterval, each wait stretched by up to PollJitter so a fleet does
+// not poll in step. Once a claim came back empty, the polls that follow
+// probe (jobs.Prober, ADR 0027) and claim only when the probe sees work;
+// a Notify claims at once. It claims nothing while heartbeats fail.
 func (p *Processor) fetchLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -56,15 +63,17 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 			}
 			return
 		case <-p.wakeFetch:
-			nextAt = time.Time{}
+			nextAt, fs.idle = time.Time{}, false // a local enqueue or room: claim, no probe
 		case <-timer.C:
 		case c := <-done:
 			inFlight--
 			reserved -= c.limit
 			p.claimedJobs(ctx, c, &fs)
-			nextAt = time.Now().Add(fs.wait)
+			nextAt = time.Now().Add(p.jittered(fs.wait))
 		}
-		if time.Since(fs.refreshed) > 5*p.cfg.PollInterval {
+		// The paused view only judges buffered jobs: with none, reading it
+		// would be an idle processor's second call per poll.
+		if p.buf.len() > 0 && time.Since(fs.refreshed) > 5*p.cfg.PollInterval {
 			p.refreshPaused(ctx)
 			fs.refreshed = time.Now()
 		}
@@ -76,6 +85,10 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 				// Wait for the beats to recover, or for a worker to make
 				// room for a whole batch (it wakes the loop).
 				nextAt = time.Now().Add(p.cfg.PollInterval)
+				break
+			}
+			if inFlight == 0 && fs.idle && !p.probe(ctx, &fs) {
+				nextAt = time.Now().Add(p.jittered(fs.wait))
 				break
 			}
 			n := min(p.cfg.BatchSize, room)
@@ -122,6 +135,7 @@ func (p *Processor) claimedJobs(ctx context.Context, c claimed, fs *fetchState) 
 		}
 	}
 	fs.full = c.err == nil && len(c.got) == c.limit
+	fs.idle = c.err == nil && len(c.got) == 0
 	switch {
 	case c.err != nil && ctx.Err() == nil:
 		p.stats.storeErrors.Add(1)
@@ -136,4 +150,39 @@ func (p *Processor) claimedJobs(ctx context.Context, c claimed, fs *fetchState) 
 		fs.wait = min(max(fs.wait*2, p.minPoll), p.cfg.PollInterval)
 		fs.errWait = p.cfg.PollInterval
 	}
+}
+
+// probe asks the store whether a claim would find work, and sets the wait
+// before the next poll when it would not. A store that cannot probe, or a
+// probe that fails, is answered by claiming: the claim decides, and a
+// failing store backs off as a failed claim does.
+func (p *Processor) probe(ctx context.Context, fs *fetchState) bool {
+	if p.prober == nil {
+		return true
+	}
+	due, err := p.prober.Probe(ctx, p.cfg.Queues)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		p.stats.storeErrors.Add(1)
+		p.log.Warn("probe failed; backing off", zap.Duration("wait", fs.errWait), zap.Error(err))
+		fs.wait = fs.errWait
+		fs.errWait = min(fs.errWait*2, 10*p.cfg.PollInterval)
+		return false
+	case err != nil:
+		return false // stopping
+	case due:
+		return true
+	}
+	fs.wait = min(max(fs.wait*2, p.minPoll), p.cfg.PollInterval)
+	fs.errWait = p.cfg.PollInterval
+	return false
+}
+
+// jittered stretches a wait by a random part of up to PollJitter of it, so
+// processors started together drift apart rather than poll in step.
+func (p *Processor) jittered(d time.Duration) time.Duration {
+	if d <= 0 || p.jitter <= 0 {
+		return d
+	}
+	return d + time.Duration(rand.Float64()*p.jitter*float64(d))
 }

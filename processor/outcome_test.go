@@ -246,6 +246,7 @@ func TestRetryDelayIsApplied(t *testing.T) {
 		id := enqueue(t, s, jobs.EnqueueParams{Type: "h"})
 		cfg := testConfig()
 		cfg.Retry = processor.RetryPolicy{BaseDelay: 10 * time.Second, MaxDelay: time.Hour, BackoffMultiplier: 3, JitterMaxDelay: processor.NoJitter}
+		cfg.PollJitter = processor.NoPollJitter // a poll is then at most PollInterval
 		p := startProcessor(t, s, reg, cfg)
 		waitFor(t, 5*time.Minute, "archive", inTable(s, id, jobs.TableArchive))
 		stop(t, p)

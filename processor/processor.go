@@ -43,6 +43,8 @@ type Processor struct {
 
 	wakeFetch chan struct{} // a local enqueue or free buffer space
 	minPoll   time.Duration
+	prober    jobs.Prober // nil: the store cannot probe, idle polls claim
+	jitter    float64     // PollJitter, 0 for none
 
 	paused atomic.Pointer[pausedView]
 
@@ -87,7 +89,9 @@ func New(store jobs.Worker, reg *Registry, cfg Config) (*Processor, error) {
 		buf:       newBuffer(cfg.PrefetchSize),
 		wakeFetch: make(chan struct{}, 1),
 		minPoll:   max(cfg.PollInterval/10, time.Millisecond),
+		jitter:    max(cfg.PollJitter, 0),
 	}
+	p.prober, _ = store.(jobs.Prober)
 	p.hb = newHeartbeater(store, cfg, &p.stats)
 	p.hb.log = p.log
 	p.paused.Store(&pausedView{})

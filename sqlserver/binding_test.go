@@ -127,7 +127,8 @@ func checkCalls(t *testing.T, s *Store, rec *recorder, tableTypes map[string][]t
 // bindingPorts are the store's ports whose every method TestQueryBinding
 // must exercise: jobs.Store and each optional interface of package jobs the
 // store implements (TestBindingPortsAreEveryInterfaceTheStoreImplements).
-var bindingPorts = []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter]()}
+var bindingPorts = []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter](),
+	reflect.TypeFor[jobs.Prober]()}
 
 // exerciseStore calls every method with plausible arguments and returns the
 // names of the methods called. Errors are expected (the fake answers with
@@ -197,6 +198,7 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 			_, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail"}, Limit: 10})
 			return err
 		}},
+		{"Probe", func() error { _, err := s.Probe(ctx, []string{"mail", "Mail", "sms"}); return err }},
 		{"Start", func() error { _, err := s.Start(ctx, ref, jobs.StartParams{DefaultTimeout: time.Minute}); return err }},
 		{"Heartbeat", func() error { _, err := s.Heartbeat(ctx, []jobs.LeaseRef{ref, ref, {ID: 43, Lease: 1}}); return err }},
 		{"Complete", func() error { return s.Complete(ctx, ref) }},

@@ -28,7 +28,7 @@ type doctorFamily struct {
 var doctorFamilies = []doctorFamily{
 	{"enqueue", func(q *queries) []string { return []string{q.enqueueBatch} }, (*doctorRun).familyEnqueue},
 	{"keyed enqueue", func(q *queries) []string { return []string{q.enqueueKeyed, q.enqueueKeyedTx} }, (*doctorRun).familyKeyed},
-	{"claim", func(q *queries) []string { return []string{q.claim, q.adoptClaim, q.doctorLocks} }, (*doctorRun).familyClaim},
+	{"claim", func(q *queries) []string { return []string{q.dueProbe, q.claim, q.adoptClaim, q.doctorLocks} }, (*doctorRun).familyClaim},
 	{"release", func(q *queries) []string { return []string{q.release} }, (*doctorRun).familyRelease},
 	{"start", func(q *queries) []string { return []string{q.start} }, (*doctorRun).familyStart},
 	{"heartbeat", func(q *queries) []string { return []string{q.heartbeat} }, (*doctorRun).familyHeartbeat},
@@ -253,6 +253,13 @@ func (d *doctorRun) familyClaim(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	due, err := d.st.Probe(ctx, []string{d.queue})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if !due {
+		return "", fmt.Errorf("sqlserver: the probe of an idle processor found none of the queue's %d due jobs", len(d.jobs.due))
+	}
 	got, err := d.st.Claim(ctx, jobs.ClaimParams{WorkerID: d.worker, Queues: []string{d.queue}, Limit: doctorClaim})
 	if err := d.after(ctx, err); err != nil {
 		return "", err
@@ -274,7 +281,7 @@ func (d *doctorRun) familyClaim(ctx context.Context) (string, error) {
 		d.jobs.fetched = append(d.jobs.fetched, j.Ref())
 		d.jobs.due = slices.DeleteFunc(d.jobs.due, func(id int64) bool { return id == j.ID })
 	}
-	return fmt.Sprintf("%d due jobs claimed in one statement, then read back by the claim's id as a retried claim adopts them", len(got)), nil
+	return fmt.Sprintf("the probe saw due jobs; %d claimed in one statement, then read back by the claim's id as a retried claim adopts them", len(got)), nil
 }
 
 // intentModes are the table, partition and page locks that say only that

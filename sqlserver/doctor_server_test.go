@@ -340,6 +340,14 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 			srv.claimed += len(got)
 			return jobRows(got), nil
 		},
+		q.dueProbe: func(c recordedCall) ([][]driver.Value, error) {
+			var names []string
+			for _, r := range argsOf(c).tvp("queues").([]queueRow) {
+				names = append(names, r.Name)
+			}
+			due, err := mem().Probe(ctx, names)
+			return [][]driver.Value{{due}}, err
+		},
 		q.adoptClaim: func(c recordedCall) ([][]driver.Value, error) {
 			a := argsOf(c)
 			var got []*jobs.Job

@@ -198,6 +198,21 @@ func TestSQLServerHintSets(t *testing.T) {
 			if len(got) != 2 {
 				t.Fatalf("claimed %d jobs, want the 2 unlocked ones", len(got))
 			}
+			// The due probe reads past the one Pending row left, which the
+			// other transaction holds, at once: false, not a wait (ADR 0027).
+			due, err := s.Probe(cctx, []string{"readpast"})
+			if err != nil {
+				t.Fatalf("probe beside a locked row: %v (did it wait?)", err)
+			}
+			if due {
+				t.Fatalf("the probe saw job %d, which another transaction holds", ids[0])
+			}
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if due, err := s.Probe(cctx, []string{"READPAST", "other"}); err != nil || !due {
+				t.Fatalf("probe after the rollback: %v, %v; want the job released by the rollback seen", due, err)
+			}
 		})
 	}
 }

@@ -1175,6 +1175,7 @@ DELETE FROM {{s}}.Schedules;`
 type queries struct {
 	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch string
 	claim, adoptClaim                                    string
+	dueProbe                                             string
 	start, heartbeat, complete, snooze, deadLetter       string
 	cancel                                               string
 	transition                                           string
@@ -1245,6 +1246,7 @@ func render(name string) *queries {
 		caseSensitiveNames: qCaseSensitiveNames,
 		enqueueBatch:       r.Replace(strings.Replace(qEnqueueBatch, "{{insertBatch}}", batchInsert, 1)),
 		claim:              r.Replace(qClaim),
+		dueProbe:           r.Replace(qDueProbe),
 		start:              r.Replace(qStart),
 		heartbeat:          r.Replace(qHeartbeat),
 		complete:           r.Replace(qComplete),

@@ -321,7 +321,7 @@ func renderedStatements() map[string]string {
 	q := render("my_schema")
 	all := map[string]string{
 		"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx, "jobByKey": q.jobByKey, "enqueueBatch": q.enqueueBatch,
-		"claim": q.claim, "adoptClaim": q.adoptClaim,
+		"claim": q.claim, "adoptClaim": q.adoptClaim, "dueProbe": q.dueProbe,
 		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "snooze": q.snooze, "deadLetter": q.deadLetter, "cancel": q.cancel,
 		"transition": q.transition,
 		"release":    q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,

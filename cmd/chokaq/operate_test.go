@@ -418,8 +418,8 @@ func TestEnvironmentOverlayAndPrecedence(t *testing.T) {
 				t.Fatalf("got environment %q, concurrency %d, batch %d, schema %q; want %q, %d, %d, %q",
 					out.Environment, c.Execution.Concurrency, c.Execution.BatchSize, c.Schema, tt.environment, tt.concurrency, tt.batch, tt.schema)
 			}
-			if c.Execution.PollInterval != "1s" {
-				t.Fatalf("PollInterval shown as %q, want 1s", c.Execution.PollInterval)
+			if c.Execution.PollInterval != "500ms" {
+				t.Fatalf("PollInterval shown as %q, want 500ms", c.Execution.PollInterval)
 			}
 		})
 	}

@@ -27,6 +27,7 @@
  *   #define BROKEN_ZOMBIE_TO_PENDING     I4  rescue phase 2 sends expired jobs back to Pending
  *   #define BROKEN_COUNT_OUTSIDE_LOCK    I6  the claim counts active jobs before it locks the queue
  *   #define BROKEN_CHAIN_UNBEATEN        I3  a chained start's job is beaten only once its start is confirmed
+ *   #define BROKEN_WAIT_FOR_WAKEUP       L1  after a probe that missed, the fetch loop waits for a wake-up, not the next poll
  */
 
 #ifdef NARRATE
@@ -160,6 +161,8 @@ byte bstage;            /* process 0's call in flight: 0 none, 1-4 the next list
 byte leaveB;            /* crashes plus Stops (at most NW - 1: one process stays) */
 byte freezeB;           /* freezes (each resumes) */
 byte lossB;             /* calls whose reply is lost */
+byte missB;             /* idle probes that miss a due job (ADR 0027: an uncommitted row read past) */
+byte wt[NW];            /* process w's last probe missed: it waits for its next poll */
 byte staleB;            /* buffered jobs released for waiting ReleaseAfter */
 byte cancelB;           /* operator cancels */
 byte resB;              /* operator resurrects */
@@ -202,7 +205,7 @@ hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_ci
 #define CAPOK(w, q)   ((q) != 0 || ACTIVE(0) < MAXW0)
 #endif
 #define CLAIMABLE(w, j) (DUEPEND(j) && CAPOK(w, qof[j]))
-#define FREE_TO_CLAIM(w) (fetches && ALIVE(w) && !stopping[w] && fl[w] == 0 && bj[w] == 0)
+#define FREE_TO_CLAIM(w) (fetches && ALIVE(w) && !stopping[w] && fl[w] == 0 && bj[w] == 0 && wt[w] == 0)
 #ifdef BROKEN_ADOPT_BY_WORKER
 #define ADOPTABLE(w, j) (inHot[j] && st[j] == FETCH && wid[j] == (w) + 1)
 #define SETWID(j, v)  wid[j] = (v)
@@ -618,6 +621,15 @@ end:
   :: d_step { fetches && late[w] != 0 && fl[w] == 0 -> late[w] = 0;
        SAY("P%d's held-up claim attempt never runs\n", w) }
   COUNT_OPTION
+  /* An idle poll probes (jobs.Prober, ADR 0027); a probe that sees work is
+   * followed by the claim above, so it is the claim's step. One that
+   * misses a due job makes the loop wait for its next poll, which asks
+   * again: a lost wake-up delays a job, never loses it. */
+  :: d_step { FREE_TO_CLAIM(w) && missB > 0 && (DUEPEND(0) || DUEPEND(1)) -> missB--; wt[w] = 1;
+       SAY("P%d probe: misses the due job; waits for the next poll\n", w) }
+#ifndef BROKEN_WAIT_FOR_WAKEUP
+  :: d_step { fetches && ALIVE(w) && wt[w] != 0 -> wt[w] = 0; SAY("P%d's next poll\n", w) }
+#endif
   :: d_step { fetches && ALIVE(w) && bj[w] != 0 &&
        (!LIVE(bj[w] - 1, bcur[w]) || (ageU[bj[w] - 1] >= RA && staleB > 0)) ->
        t_j = bj[w] - 1;
@@ -888,6 +900,9 @@ init {
 #endif
 #if SCENARIO == 0 || SCENARIO == 6
     :: group = 1; lossB = 1                   /* 6 group commit, a reply lost */
+#endif
+#if SCENARIO == 0 || SCENARIO == 7
+    :: missB = 2                              /* 7 wake-ups: each process's probe may miss a due job */
 #endif
     fi;
     SAY("scenario: leave %d freeze %d loss %d stale %d cancel %d resurrect %d MaxAttempts %d MaxSnoozes %d group %d; job 1 in queue %d\n",

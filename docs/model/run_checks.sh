@@ -170,6 +170,13 @@ safety_lane() {
   broken BROKEN_CHAIN_UNBEATEN I3 6
 }
 
+# broken_live VARIANT PROPERTY SCENARIO: as broken, for a liveness
+# property: an acceptance cycle under weak fairness.
+broken_live() {
+  build "$1" "-D$1 -DSCENARIO=$3" "-O2 -fno-tree-pre -fno-gcse -DNFAIR=3"
+  check "$1 -> $2" "$1" cycle "${LIVE[@]}" -N "$2"
+}
+
 liveness_lane() {
   echo "model: real model, liveness under weak fairness (every scenario)"
   build live "" "-O2 -fno-tree-pre -fno-gcse -DNFAIR=3"
@@ -181,6 +188,7 @@ liveness_lane() {
   broken BROKEN_NO_HEARTBEAT_FLOOR I3 1
   broken BROKEN_ZOMBIE_TO_PENDING I4 1
   broken BROKEN_COUNT_OUTSIDE_LOCK I6 1
+  broken_live BROKEN_WAIT_FOR_WAKEUP L1 7
 }
 
 if [ "$jobs" -ge 2 ]; then

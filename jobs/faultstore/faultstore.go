@@ -372,3 +372,15 @@ func (s *Store) Trim(ctx context.Context, p jobs.TrimParams) (jobs.TrimResult, e
 	}
 	return s.inner.Trim(ctx, p)
 }
+
+// Probe fails with ErrCut while the wrapper is cut, else asks the wrapped
+// store (jobs.Prober), or answers true when it cannot tell.
+func (s *Store) Probe(ctx context.Context, queues []string) (bool, error) {
+	if err := s.check(); err != nil {
+		return false, err
+	}
+	if p, ok := s.inner.(jobs.Prober); ok {
+		return p.Probe(ctx, queues)
+	}
+	return true, nil
+}

@@ -54,11 +54,12 @@ const (
 	OpDeadLetterMany
 	OpTransition
 	OpSnooze
+	OpProbe
 	opCount
 )
 
 var opNames = [opCount]string{"enqueue", "claim", "start", "heartbeat", "complete", "retry", "dead-letter", "release",
-	"queues", "start-many", "complete-many", "retry-many", "dead-letter-many", "transition", "snooze"}
+	"queues", "start-many", "complete-many", "retry-many", "dead-letter-many", "transition", "snooze", "probe"}
 
 // String names the operation.
 func (o Op) String() string {
@@ -71,7 +72,7 @@ func (o Op) String() string {
 // WorkerOps are the calls a processor makes: Counts(WorkerOps...) is its
 // cost in round trips.
 var WorkerOps = []Op{OpClaim, OpStart, OpHeartbeat, OpComplete, OpRetry, OpDeadLetter, OpRelease, OpQueues,
-	OpStartMany, OpCompleteMany, OpRetryMany, OpDeadLetterMany, OpTransition, OpSnooze}
+	OpStartMany, OpCompleteMany, OpRetryMany, OpDeadLetterMany, OpTransition, OpSnooze, OpProbe}
 
 // Store is the wrapper. Close stops its pacer.
 type Store struct {
@@ -208,4 +209,15 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 // Queues implements jobs.Store at the cost of one call.
 func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
 	return call(s, ctx, OpQueues, 1, func() ([]jobs.QueueSettings, error) { return s.Store.Queues(ctx) })
+}
+
+// Probe implements jobs.Prober at the cost of one call: it asks the
+// wrapped store, or answers true when that cannot tell.
+func (s *Store) Probe(ctx context.Context, queues []string) (bool, error) {
+	return call(s, ctx, OpProbe, 1, func() (bool, error) {
+		if p, ok := s.Store.(jobs.Prober); ok {
+			return p.Probe(ctx, queues)
+		}
+		return true, nil
+	})
 }
