@@ -60,6 +60,11 @@ type EnqueueOpts struct {
 	IdempotencyKey string
 	// CreatedBy says who enqueued the job, for operators.
 	CreatedBy string
+	// Unique makes the job unique by its kind and what the options name
+	// (arguments, fields, queue, period), held in the states they name: an
+	// enqueue while another job holds the key returns that job's ID,
+	// marked Duplicate. See jobs.UniqueOpts.
+	Unique *jobs.UniqueOpts
 }
 
 // optField is one option of EnqueueOpts: whether its type tells itself
@@ -126,6 +131,7 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 		Type: kind, Payload: payload,
 		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
 		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy,
+		Unique: o.Unique,
 	}, nil
 }
 
@@ -158,6 +164,9 @@ func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
 	}
 	if o.CreatedBy != "" {
 		base.CreatedBy = o.CreatedBy
+	}
+	if o.Unique != nil {
+		base.Unique = o.Unique
 	}
 	return base
 }

@@ -48,10 +48,14 @@ type EnqueueParams struct {
 	// while the first is active returns the first job's ID.
 	IdempotencyKey string
 	CreatedBy      string
+	// Unique, when set, makes the job unique by its type and what the
+	// options name (see UniqueOpts); a duplicate returns the holder's ID.
+	Unique *UniqueOpts
 }
 
-// EnqueueResult reports the job's ID and whether an active job with the same
-// idempotency key already existed (in which case nothing was inserted).
+// EnqueueResult reports the job's ID and whether a job holding the same
+// idempotency key or unique key already existed (in which case nothing was
+// inserted and ID is that job's).
 type EnqueueResult struct {
 	ID        int64
 	Duplicate bool
@@ -144,6 +148,11 @@ func (p EnqueueParams) Normalize(l Limits) (EnqueueParams, error) {
 	}
 	if err := checkText("created_by", p.CreatedBy, MaxCreatedByLen); err != nil {
 		return p, err
+	}
+	if p.Unique != nil {
+		if _, _, err := p.UniqueHash(); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }

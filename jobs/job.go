@@ -128,7 +128,13 @@ type Job struct {
 	Tags           []string
 	IdempotencyKey string
 	CreatedBy      string
-	MaxAttempts    int
+	// UniqueKey is the unique key the job was enqueued with (nil for a job
+	// that is not unique), and UniqueStates where it holds it: the key is
+	// the job's while it is hot, and in a finished table only if its states
+	// count that table (see UniqueOpts).
+	UniqueKey    *UniqueKey
+	UniqueStates UniqueStates
+	MaxAttempts  int
 	// AttemptCount is the number of executions started so far, less the
 	// ones that snoozed.
 	AttemptCount int
@@ -186,6 +192,10 @@ func (j *Job) Clone() *Job {
 	c := *j
 	c.Payload = append([]byte(nil), j.Payload...)
 	c.Tags = append([]string(nil), j.Tags...)
+	if j.UniqueKey != nil {
+		k := *j.UniqueKey
+		c.UniqueKey = &k
+	}
 	return &c
 }
 
