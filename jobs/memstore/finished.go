@@ -85,6 +85,7 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 				break
 			}
 			delete(m, e.job.ID)
+			s.dropKey(e.job)
 			n++
 			last = jobs.TrimKey{FinishedAt: e.at, ID: e.job.ID}
 		}

@@ -28,6 +28,9 @@ type Store struct {
 	archive map[int64]*jobs.Job
 	dlq     map[int64]*jobs.Job
 	idem    map[string]int64 // idempotency key -> hot job ID
+	// uniq maps each unique key to the job holding it: hot, or finished
+	// in a table its states count (unique.go).
+	uniq map[jobs.UniqueKey]int64
 	// queues holds each queue's control row and claim indexes, by
 	// jobs.QueueKey: queue names compare ignoring case, as on SQL Server.
 	queues map[string]*queueState
@@ -71,6 +74,7 @@ func New(opts ...Option) *Store {
 		archive:  make(map[int64]*jobs.Job),
 		dlq:      make(map[int64]*jobs.Job),
 		idem:     make(map[string]int64),
+		uniq:     make(map[jobs.UniqueKey]int64),
 		queues:   make(map[string]*queueState),
 
 		schedules: make(map[string]*jobs.ScheduleState),
@@ -171,6 +175,12 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 			return jobs.EnqueueResult{ID: id, Duplicate: true}
 		}
 	}
+	key, unique, _ := p.UniqueKeyAt(now) // Normalize has checked it
+	if unique {
+		if id, ok := s.uniq[key]; ok {
+			return jobs.EnqueueResult{ID: id, Duplicate: true}
+		}
+	}
 	s.nextID++
 	j := &jobs.Job{
 		ID:             s.nextID,
@@ -194,6 +204,10 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 	s.hot[j.ID] = j
 	if j.IdempotencyKey != "" {
 		s.idem[j.IdempotencyKey] = j.ID
+	}
+	if unique {
+		j.UniqueKey, j.UniqueStates = &key, p.Unique.States.Effective()
+		s.uniq[key] = j.ID
 	}
 	s.pushPending(j, now)
 	return jobs.EnqueueResult{ID: j.ID}
@@ -350,6 +364,7 @@ func (s *Store) complete(ref jobs.LeaseRef, now time.Time) error {
 	j.FinishedAt = now
 	j.Duration = now.Sub(j.StartedAt)
 	s.archive[j.ID] = j
+	s.settleKey(j)
 	s.logFinished(j)
 	return nil
 }
@@ -541,6 +556,7 @@ func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, no
 	j.ErrorDetails = details
 	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
 	s.dlq[j.ID] = j
+	s.settleKey(j)
 	s.logFinished(j)
 }
 
@@ -715,6 +731,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 				s.idem[j.IdempotencyKey] = j.ID
 			}
 		}
+		s.retakeKey(j)
 		s.hot[j.ID] = j
 		s.pushPending(j, now)
 		n++
@@ -752,6 +769,7 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	}
 	for _, j := range matched {
 		delete(m, j.ID)
+		s.dropKey(j)
 	}
 	return len(matched), nil
 }
