@@ -277,27 +277,35 @@ func (c *Client) EnqueueRawMany(ctx context.Context, ps []jobs.EnqueueParams) ([
 	return r, nil
 }
 
-// countEnqueued records the jobs an enqueue added; a duplicate of an
-// idempotency key added nothing.
+// countEnqueued records the jobs an enqueue added, and apart the
+// duplicates it refused (of an idempotency or unique key), which added
+// nothing.
 func (c *Client) countEnqueued(ps []jobs.EnqueueParams, rs []jobs.EnqueueResult) {
 	m := c.cfg.Telemetry
 	if m == nil {
 		return
 	}
 	type queueType struct{ queue, typ string }
-	added := map[queueType]int{}
+	added, dups := map[queueType]int{}, map[queueType]int{}
 	for i, p := range ps {
-		if i >= len(rs) || rs[i].Duplicate {
+		if i >= len(rs) {
 			continue
 		}
 		queue := p.Queue
 		if queue == "" {
 			queue = jobs.DefaultQueue
 		}
-		added[queueType{queue, p.Type}]++
+		if rs[i].Duplicate {
+			dups[queueType{queue, p.Type}]++
+		} else {
+			added[queueType{queue, p.Type}]++
+		}
 	}
 	for k, n := range added {
 		m.RecordEnqueued(k.queue, k.typ, n)
+	}
+	for k, n := range dups {
+		m.RecordDuplicates(k.queue, k.typ, n)
 	}
 }
 
