@@ -96,6 +96,11 @@ type Config struct {
 	// each sweep), reports the processor's gauges, and counts enqueues.
 	Telemetry *telemetry.Metrics
 
+	// EnqueueMiddleware sees every job the Client enqueues before it is
+	// checked and inserted, in this order (EnqueueMiddleware). Work
+	// middleware is the Registry's (Registry.Use).
+	EnqueueMiddleware []EnqueueMiddleware
+
 	// Logger, nil for none.
 	Logger *zap.Logger
 }
@@ -150,6 +155,9 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		return nil, fmt.Errorf("chokaq: %w", err)
 	}
 	if err := cfg.checkEnqueue(); err != nil {
+		return nil, err
+	}
+	if err := checkEnqueueMiddleware(cfg.EnqueueMiddleware); err != nil {
 		return nil, err
 	}
 	c := &Client{cfg: cfg, log: cfg.Logger}

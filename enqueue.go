@@ -203,10 +203,14 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.
 	return c.EnqueueRawMany(ctx, ps)
 }
 
-// prepared is p with the Client's DefaultMaxAttempts filled in, checked
-// against Config.Limits: the Client's limits hold on every path and for
-// every store, Config.Store's too, which then applies its own as well.
-func (c *Client) prepared(p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
+// prepared is p after the Client's enqueue middleware, with its
+// DefaultMaxAttempts filled in, checked against Config.Limits: the
+// Client's limits hold on every path and for every store, Config.Store's
+// too, which then applies its own as well.
+func (c *Client) prepared(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
+	if err := c.beforeEnqueue(ctx, &p); err != nil {
+		return p, err
+	}
 	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
 		p.MaxAttempts = c.cfg.DefaultMaxAttempts
 	}
@@ -217,7 +221,7 @@ func (c *Client) prepared(p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
 // EnqueueRaw adds a job given in the store's own form, for payloads that
 // are not JSON-encoded Args: bytes the caller carries.
 func (c *Client) EnqueueRaw(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	p, err := c.prepared(p)
+	p, err := c.prepared(ctx, p)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -236,7 +240,7 @@ func (c *Client) EnqueueRawTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueuePar
 	if !ok {
 		return jobs.EnqueueResult{}, fmt.Errorf("%w (this store is a %T)", ErrTxUnsupported, c.store)
 	}
-	p, err := c.prepared(p)
+	p, err := c.prepared(ctx, p)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -255,7 +259,7 @@ func (c *Client) EnqueueRawMany(ctx context.Context, ps []jobs.EnqueueParams) ([
 	filled := make([]jobs.EnqueueParams, len(ps))
 	for i, p := range ps {
 		var err error
-		if filled[i], err = c.prepared(p); err != nil {
+		if filled[i], err = c.prepared(ctx, p); err != nil {
 			return nil, &jobs.BatchItemError{Index: i, Err: err}
 		}
 	}

@@ -1,6 +1,7 @@
 package chokaq_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -233,4 +234,38 @@ func Example_schedule() {
 	defer client.Stop(context.Background())
 	fmt.Println(<-fired)
 	// Output: digest for subscribers, tick on a whole second: true
+}
+
+// Work middleware wraps every handler of a registry, the first added
+// outermost: here one that logs each attempt and turns a panic-free
+// refusal into a dead letter. Enqueue middleware (Config.EnqueueMiddleware)
+// sees each job before it is inserted.
+func Example_middleware() {
+	ctx := context.Background()
+	reg := chokaq.NewRegistry()
+	reg.MustUse("log", func(ctx context.Context, job *chokaq.Job, next chokaq.HandlerFunc) error {
+		err := next(ctx, job)
+		fmt.Printf("%s attempt %d: err=%v\n", job.Type, job.Attempt, err)
+		return err
+	})
+	reg.MustUse("blocklist", func(ctx context.Context, job *chokaq.Job, next chokaq.HandlerFunc) error {
+		if bytes.Contains(job.Payload, []byte("@blocked.example")) {
+			return chokaq.Permanent(errors.New("address blocked"))
+		}
+		return next(ctx, job)
+	})
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error { return nil })
+	w, err := chokaqtest.NewWorker(ctx, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, email := range []string{"ada@example.com", "eve@blocked.example"} {
+		o, _ := w.Work(ctx, WelcomeArgs{Email: email}, nil)
+		fmt.Println(email, "->", o.Outcome)
+	}
+	// Output:
+	// mail.welcome attempt 1: err=<nil>
+	// ada@example.com -> succeeded
+	// mail.welcome attempt 1: err=permanent: address blocked
+	// eve@blocked.example -> dead_lettered
 }

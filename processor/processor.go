@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -327,18 +326,14 @@ func (p *Processor) finished(j *jobs.Job, r Result) {
 	p.cfg.Observer.JobFinished(j, r)
 }
 
-// call runs the handler, turning a panic into a *PanicError.
-func (p *Processor) call(ctx context.Context, j *Job) (err error) {
-	h, ok := p.reg.lookup(j.Type)
-	if !ok {
+// call runs the handler inside the registry's work middleware, turning a
+// panic into a *PanicError.
+func (p *Processor) call(ctx context.Context, j *Job) error {
+	h, mws, ok := p.reg.lookup(j.Type)
+	if !ok { // no handler to wrap: the job goes to the DLQ as Fatal
 		return Permanent(fmt.Errorf("unknown job type %q: no handler is registered for it", j.Type))
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: string(debug.Stack())}
-		}
-	}()
-	return h(ctx, j)
+	return runChain(ctx, j, mws, h)
 }
 
 // settle records a finished execution's outcome, by the table in
