@@ -60,6 +60,11 @@ type EnqueueOpts struct {
 	IdempotencyKey string
 	// CreatedBy says who enqueued the job, for operators.
 	CreatedBy string
+	// Metadata is kept with the job in every table and seen by its
+	// handler (Job.Metadata): which request enqueued it, for which tenant.
+	// At most 4 KiB as JSON (jobs.ValidateMetadata); operators see it on
+	// the dashboard and in chokaq jobs show, so keep secrets out.
+	Metadata map[string]string
 }
 
 // optField is one option of EnqueueOpts: whether its type tells itself
@@ -125,7 +130,7 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	return jobs.EnqueueParams{
 		Type: kind, Payload: payload,
 		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
-		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy,
+		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy, Metadata: o.Metadata,
 	}, nil
 }
 
@@ -158,6 +163,9 @@ func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
 	}
 	if o.CreatedBy != "" {
 		base.CreatedBy = o.CreatedBy
+	}
+	if o.Metadata != nil {
+		base.Metadata = o.Metadata
 	}
 	return base
 }

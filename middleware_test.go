@@ -3,10 +3,12 @@ package chokaq_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
 	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/chokaqtest"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 )
@@ -98,5 +100,35 @@ func TestNewRefusesBadEnqueueMiddleware(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestHandlerSeesTheMetadataItWasEnqueuedWith: EnqueueOpts.Metadata is
+// kept with the job and given to its handler; metadata past 4 KiB is
+// refused at enqueue, naming the field.
+func TestHandlerSeesTheMetadataItWasEnqueuedWith(t *testing.T) {
+	ctx := t.Context()
+	reg := chokaq.NewRegistry()
+	var seen map[string]string
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error {
+		seen = job.Metadata
+		return nil
+	})
+	w, err := chokaqtest.NewWorker(ctx, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := map[string]string{"request_id": "r-42"}
+	o, err := w.Work(ctx, WelcomeArgs{}, &chokaq.EnqueueOpts{Metadata: meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(seen, meta) || !maps.Equal(o.Job.Metadata, meta) {
+		t.Errorf("handler saw %v, archive kept %v, want %v", seen, o.Job.Metadata, meta)
+	}
+	_, err = w.Client().Enqueue(ctx, WelcomeArgs{}, &chokaq.EnqueueOpts{Metadata: map[string]string{"k": strings.Repeat("x", jobs.MaxMetadataBytes)}})
+	var ve *jobs.ValidationError
+	if !errors.As(err, &ve) || ve.Field != "metadata" {
+		t.Errorf("4 KiB past the limit: %v", err)
 	}
 }

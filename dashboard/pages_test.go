@@ -479,3 +479,19 @@ func TestInspectorShowsAttemptsAndTimes(t *testing.T) {
 }
 
 func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
+
+// The job page shows a job's metadata, escaped like any other text.
+func TestJobPageShowsMetadata(t *testing.T) {
+	f := newFixture(t, Options{})
+	r, err := f.store.Enqueue(t.Context(), jobs.EnqueueParams{Queue: "q", Type: "t",
+		Metadata: map[string]string{"request_id": "r-42", "tenant": "<b>acme</b>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := f.get(fmt.Sprintf("/job/%d", r.ID))
+	wantStatus(t, page, http.StatusOK, `id="metadata"`, `<code>request_id</code> = r-42`, `<code>tenant</code> = &lt;b&gt;acme&lt;/b&gt;`)
+	plain := f.enqueue("q", "t", `{}`)
+	if body := f.get(fmt.Sprintf("/job/%d", plain)).body; strings.Contains(body, `id="metadata"`) {
+		t.Error("a job without metadata shows a metadata entry")
+	}
+}

@@ -27,8 +27,11 @@ type Job struct {
 	// Lease is the fencing token of this execution: it goes up at every
 	// claim, so a downstream system that remembers the highest lease it saw
 	// per job can refuse a write from an older execution.
-	Lease     int64
-	Tags      []string
+	Lease int64
+	Tags  []string
+	// Metadata is what the job was enqueued with (EnqueueOpts.Metadata);
+	// nil for none. Do not change it: it is the store's copy.
+	Metadata  map[string]string
 	CreatedAt time.Time
 	// ScheduledAt is when the job was due, on the store's clock: for a
 	// schedule's job, the tick it stands for; after a retry, the end of

@@ -81,7 +81,7 @@ func (p *Processor) prepare(f *fetched) *run {
 		f: f,
 		job: Job{
 			ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload,
-			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
+			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, Metadata: j.Metadata, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
 		},
 		ctx:  withDeadline{Context: jobCtx},
 		beat: beat{ref: j.Ref(), cancel: cancel, log: jobLogger{base: p.log, job: j}, pending: true},

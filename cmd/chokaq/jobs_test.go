@@ -100,3 +100,17 @@ func equalIDs(a, b []int64) bool {
 	}
 	return true
 }
+
+// jobs show prints a job's metadata, key by key in key order.
+func TestJobsShowPrintsMetadata(t *testing.T) {
+	s := memstore.New()
+	r, err := s.Enqueue(t.Context(), jobs.EnqueueParams{Type: "t", Metadata: map[string]string{"tenant": "acme", "request_id": "r-42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := runIn(t, s, "", "jobs", "show", itoa(r.ID))
+	wantExit(t, show, exitOK)
+	if !strings.Contains(show.stdout, "request_id=r-42 tenant=acme") {
+		t.Errorf("jobs show lacks the metadata:\n%s", show.stdout)
+	}
+}

@@ -164,6 +164,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 		Tags:           slices.Clone(p.Tags),
 		IdempotencyKey: p.IdempotencyKey,
 		CreatedBy:      p.CreatedBy,
+		Metadata:       maps.Clone(p.Metadata),
 		MaxAttempts:    p.MaxAttempts,
 		Table:          jobs.TableHot,
 		Status:         jobs.StatusPending,
@@ -224,7 +225,7 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			}
 			block = append(block, *j)
 			c := &block[len(block)-1]
-			c.Payload, c.Tags = bytes.Clone(j.Payload), slices.Clone(j.Tags)
+			c.Payload, c.Tags, c.Metadata = bytes.Clone(j.Payload), slices.Clone(j.Tags), maps.Clone(j.Metadata)
 			out = append(out, c)
 		}
 	}
