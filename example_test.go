@@ -269,3 +269,27 @@ func Example_middleware() {
 	// mail.welcome attempt 1: err=permanent: address blocked
 	// eve@blocked.example -> dead_lettered
 }
+
+// A handler records its result with RecordOutput: it is written with the
+// job's outcome, in the same statement, and read back with the job.
+func ExampleRecordOutput() {
+	ctx := context.Background()
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args ReportArgs) error {
+		if err := chokaq.Progress(ctx, 0.5, "totals computed"); err != nil {
+			return err
+		}
+		return chokaq.RecordOutput(ctx, map[string]any{"month": args.Month, "rows": 1280})
+	})
+	w, err := chokaqtest.NewWorker(ctx, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	o, err := w.Work(ctx, ReportArgs{Month: "2026-11"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	j, _ := w.Client().GetJob(ctx, o.Job.ID)
+	fmt.Println(o.Outcome, string(j.Output))
+	// Output: succeeded {"month":"2026-11","rows":1280}
+}

@@ -48,6 +48,9 @@ type Processor struct {
 	// batch coalesces workers' starts and outcomes into batch calls when
 	// the store offers them (jobs.BatchWorker); nil means one call per job.
 	batch *batchers
+	// reporter is the store as a jobs.Reporter, nil when it is not one:
+	// outputs and progress are then refused (ErrNotReported).
+	reporter jobs.Reporter
 
 	mu       sync.Mutex
 	started  bool
@@ -88,6 +91,8 @@ func New(store jobs.Worker, reg *Registry, cfg Config) (*Processor, error) {
 		minPoll:   max(cfg.PollInterval/10, time.Millisecond),
 	}
 	p.hb = newHeartbeater(store, cfg, &p.stats)
+	p.reporter, _ = store.(jobs.Reporter)
+	p.hb.reporter = p.reporter
 	p.hb.log = p.log
 	p.paused.Store(&pausedView{})
 	return p, nil

@@ -60,6 +60,8 @@ type run struct {
 	job  Job
 	ctx  withDeadline
 	beat beat
+	// report is what the handler reported (RecordOutput, Progress).
+	report report
 	// answered: the start's answer is in: started (err nil), or refused
 	// (err about the job). Until then the start may have committed.
 	answered bool
@@ -86,6 +88,8 @@ func (p *Processor) prepare(f *fetched) *run {
 		ctx:  withDeadline{Context: jobCtx},
 		beat: beat{ref: j.Ref(), cancel: cancel, log: jobLogger{base: p.log, job: j}, pending: true},
 	}
+	rn.ctx.report = &rn.report
+	rn.report.keeps, rn.report.beat, rn.report.hb = p.reporter != nil && p.batch != nil, &rn.beat, p.hb
 	p.hb.add(&rn.beat)
 	return rn
 }
@@ -199,7 +203,9 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 		fail = inspect(herr)
 	}
 	ws.chain = p.next()
+	ws.output = rn.report.takeOutput()
 	r := p.settle(ws, log, ref, hj, fail, herr != nil, cause)
+	ws.output = nil
 	next := ws.chain
 	ws.chain = nil
 	p.drop(rn)
@@ -218,11 +224,21 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 // allocations per job than a deadline context under a cancel context.
 type withDeadline struct {
 	context.Context
-	at time.Time
+	at     time.Time
+	report *report
 }
 
 // Deadline is the execution deadline.
 func (c *withDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+// Value finds the run's report for RecordOutput and Progress, and asks
+// the parent for every other key.
+func (c *withDeadline) Value(key any) any {
+	if _, ok := key.(runKey); ok {
+		return c.report
+	}
+	return c.Context.Value(key)
+}
 
 // deadline is a worker's execution timer, made once and armed for each of
 // its jobs in turn: a timer per job would cost two allocations. A firing
