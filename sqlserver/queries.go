@@ -385,6 +385,24 @@ FROM @refs AS r
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
 WHERE h.Status = 2;`
 
+// qHeartbeatProgress is qHeartbeat for a call some of whose beats carry
+// their handler's progress (ADR 0028): the ProgressList @progress holds
+// those beats alone, so a beat's bytes grow by what changed, and a call
+// with none goes as qHeartbeat. The progress is written to the row the
+// beat matches, under the same lease and status fence, and touches no
+// index key (neither column is in an index): the footprint is the
+// heartbeat's.
+const qHeartbeatProgress = `SET NOCOUNT ON;
+UPDATE h
+SET HeartbeatUtc = SYSUTCDATETIME(),
+    ProgressFraction = CASE WHEN p.Id IS NULL THEN h.ProgressFraction ELSE p.Fraction END,
+    ProgressMessage = CASE WHEN p.Id IS NULL THEN h.ProgressMessage ELSE p.Message END
+OUTPUT inserted.Id, inserted.RunLease, CASE WHEN inserted.CancelRequestedUtc IS NULL THEN 0 ELSE 1 END
+FROM @refs AS r
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+LEFT JOIN @progress AS p ON p.Id = r.Id AND p.Lease = r.Lease
+WHERE h.Status = 2;`
+
 // Processing -> Archive, one atomic move.
 const qComplete = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
@@ -482,12 +500,14 @@ INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK) ON h.Id = sr.Id AND h.RunLease = 
 WHERE h.Status = 2 AND NOT EXISTS (SELECT 1 FROM @started AS done WHERE done.Id = h.Id);
 SELECT CAST(1 AS TINYINT), Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;
 -- 2. Processing -> Archive, one atomic move.
+-- Each with the output its handler recorded, if any (@outputs, ADR 0028).
 DELETE h
-OUTPUT ` + archiveFromDeleted + `
-INTO {{s}}.JobsArchive (` + archiveColumns + `)
+OUTPUT ` + archiveFromDeleted + `, o.OutputJson
+INTO {{s}}.JobsArchive (` + archiveColumns + `, OutputJson)
 OUTPUT CAST(2 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
 FROM @completes AS cr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = cr.Id AND h.RunLease = cr.Lease
+LEFT JOIN @outputs AS o ON o.Id = cr.Id AND o.Lease = cr.Lease
 WHERE h.Status = 2;
 -- 3. Processing -> Pending, each with its own delay and error; a job whose
 -- cancel was requested goes to the DLQ as Cancelled instead (Kind 5). The
@@ -513,15 +533,16 @@ FROM @retries AS rr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
 WHERE h.Status = 2 AND h.CancelRequestedUtc IS NULL;
 COMMIT TRANSACTION;
--- 4. Processing -> DLQ, each with its own reason and details, one atomic
--- move.
+-- 4. Processing -> DLQ, each with its own reason and details and the
+-- output its handler recorded, if any, one atomic move.
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, dr.Reason,
-    CASE WHEN dr.Reason = 1 THEN ` + cancelDetails("NULLIF(dr.Details, N'')") + ` ELSE NULLIF(dr.Details, N'') END
-INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+    CASE WHEN dr.Reason = 1 THEN ` + cancelDetails("NULLIF(dr.Details, N'')") + ` ELSE NULLIF(dr.Details, N'') END, o.OutputJson
+INTO {{s}}.JobsDLQ (` + dlqColumns + `, OutputJson)
 OUTPUT CAST(4 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
 FROM @deadLetters AS dr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = dr.Id AND h.RunLease = dr.Lease
+LEFT JOIN @outputs AS o ON o.Id = dr.Id AND o.Lease = dr.Lease
 WHERE h.Status = 2;`
 
 // qCancel stops the jobs of @ids (ADR 0019). It reads and update-locks the
@@ -1181,24 +1202,24 @@ DELETE FROM {{s}}.Schedules;`
 
 // queries is every statement rendered for one schema.
 type queries struct {
-	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch string
-	claim, adoptClaim                                    string
-	start, heartbeat, complete, snooze, deadLetter       string
-	cancel                                               string
-	transition                                           string
-	release                                              string
-	rescueFetched, rescueZombies, rescueExpired          string
-	resurrect                                            string
-	purge, list, count                                   map[jobs.Table]string
-	getJob, queues, updateQueue, queueStats, now         string
-	queueDepths, serverLevel, caseSensitiveNames         string
-	tableQueues                                          map[jobs.Table]string
-	syncSchedules, fireSchedule, schedules               string
-	pauseSchedule, deleteSchedule                        string
-	finishedCounts                                       string
-	trim                                                 map[jobs.Table]string
-	ageForTest, resetForTest                             string
-	tryAppLock, appLockMode, releaseAppLock              string
+	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch              string
+	claim, adoptClaim                                                 string
+	start, heartbeat, heartbeatProgress, complete, snooze, deadLetter string
+	cancel                                                            string
+	transition                                                        string
+	release                                                           string
+	rescueFetched, rescueZombies, rescueExpired                       string
+	resurrect                                                         string
+	purge, list, count                                                map[jobs.Table]string
+	getJob, queues, updateQueue, queueStats, now                      string
+	queueDepths, serverLevel, caseSensitiveNames                      string
+	tableQueues                                                       map[jobs.Table]string
+	syncSchedules, fireSchedule, schedules                            string
+	pauseSchedule, deleteSchedule                                     string
+	finishedCounts                                                    string
+	trim                                                              map[jobs.Table]string
+	ageForTest, resetForTest                                          string
+	tryAppLock, appLockMode, releaseAppLock                           string
 	// The doctor's own checks (queries_doctor.go).
 	doctorServer, doctorDatabase, doctorPrivileges string
 	doctorTranState, doctorLocks                   string
@@ -1255,6 +1276,7 @@ func render(name string) *queries {
 		claim:              r.Replace(qClaim),
 		start:              r.Replace(qStart),
 		heartbeat:          r.Replace(qHeartbeat),
+		heartbeatProgress:  r.Replace(qHeartbeatProgress),
 		complete:           r.Replace(qComplete),
 		deadLetter:         r.Replace(qDeadLetter),
 		snooze:             r.Replace(qSnooze),

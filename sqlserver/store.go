@@ -618,6 +618,18 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	return st, nil
 }
 
+// progressOf is the progress rows of chunk's refs.
+func progressOf(chunk []jobs.LeaseRef, byRef map[jobs.LeaseRef]progressRow) []progressRow {
+	var out []progressRow
+	for _, r := range chunk {
+		if row, ok := byRef[r]; ok {
+			out = append(out, row)
+			delete(byRef, r) // a ref repeated in refs carries it once
+		}
+	}
+	return out
+}
+
 // leaseRow is one row of the IdLeaseList table type.
 type leaseRow struct {
 	ID    int64
@@ -639,9 +651,30 @@ func (s *Store) leaseTVP(refs []jobs.LeaseRef) mssql.TVP {
 
 // Heartbeat implements jobs.Store: one statement for every ref.
 func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
+	return s.HeartbeatProgress(ctx, refs, nil)
+}
+
+// HeartbeatProgress implements jobs.Reporter: Heartbeat, the progress of
+// some refs in a ProgressList beside them (qHeartbeatProgress); without
+// any, the plain heartbeat goes, with nothing added.
+func (s *Store) HeartbeatProgress(ctx context.Context, refs []jobs.LeaseRef, progress []jobs.ProgressItem) (jobs.HeartbeatResult, error) {
 	var res jobs.HeartbeatResult
+	for _, p := range progress {
+		if err := p.Validate(); err != nil {
+			return res, err
+		}
+	}
 	if len(refs) == 0 {
 		return res, nil
+	}
+	byRef := make(map[jobs.LeaseRef]progressRow, len(progress))
+	for _, p := range progress {
+		row := progressRow{ID: p.Ref.ID, Lease: p.Ref.Lease, Fraction: float32(p.Fraction)}
+		if p.Message != "" {
+			m := p.Message
+			row.Message = &m
+		}
+		byRef[p.Ref] = row
 	}
 	// beaten holds every ref that matched, true for a job whose cancel was
 	// requested.
@@ -650,7 +683,11 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.Heart
 		got := make(map[jobs.LeaseRef]bool, len(chunk))
 		err := s.do(ctx, "heartbeat", idempotent, func(ctx context.Context) error {
 			clear(got)
-			rows, err := s.db.QueryContext(ctx, s.q.heartbeat, named("refs", s.leaseTVP(chunk)))
+			stmt, args := s.q.heartbeat, []any{named("refs", s.leaseTVP(chunk))}
+			if prog := progressOf(chunk, byRef); len(prog) > 0 {
+				stmt, args = s.q.heartbeatProgress, append(args, named("progress", mssql.TVP{TypeName: s.schema + ".ProgressList", Value: prog}))
+			}
+			rows, err := s.db.QueryContext(ctx, stmt, args...)
 			if err != nil {
 				return err
 			}
