@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
 )
 
 // Args are a job's arguments: a value that encodes to JSON, whose Kind names
@@ -219,6 +220,7 @@ func (c *Client) prepared(ctx context.Context, p jobs.EnqueueParams) (jobs.Enque
 	if err := c.beforeEnqueue(ctx, &p); err != nil {
 		return p, err
 	}
+	p.Metadata = processor.InjectTraceContext(ctx, p.Metadata)
 	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
 		p.MaxAttempts = c.cfg.DefaultMaxAttempts
 	}

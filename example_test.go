@@ -8,6 +8,10 @@ import (
 	"fmt"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/chokaqtest"
 	"github.com/chokaq/chokaq-go/jobs"
@@ -292,4 +296,45 @@ func ExampleRecordOutput() {
 	j, _ := w.Client().GetJob(ctx, o.Job.ID)
 	fmt.Println(o.Outcome, string(j.Output))
 	// Output: succeeded {"month":"2026-11","rows":1280}
+}
+
+// With a TracerProvider, an enqueue inside a span keeps its W3C trace
+// context in the job's metadata, and every attempt runs in a consumer span
+// linked to it (Processor.TraceParentFromEnqueue parents it instead). Here
+// an in-memory recorder stands for an exporter, which the library never
+// pulls in.
+func Example_tracing() {
+	ctx := context.Background()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reg := chokaq.NewRegistry()
+	done := make(chan struct{})
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error {
+		defer close(done)
+		fmt.Println("handler runs in a span:", trace.SpanContextFromContext(ctx).IsValid())
+		return nil
+	})
+	client, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), TracerProvider: tp, DisableRescue: true}, reg)
+	if err != nil {
+		panic(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		panic(err)
+	}
+	reqCtx, req := tp.Tracer("app").Start(ctx, "POST /signup")
+	r, _ := client.Enqueue(reqCtx, WelcomeArgs{Email: "ada@example.com"}, nil)
+	req.End()
+	<-done
+	_ = client.Stop(ctx)
+	j, _ := client.GetJob(ctx, r.ID)
+	fmt.Println("traceparent kept:", j.Metadata["traceparent"] != "")
+	for _, s := range rec.Ended() {
+		if s.SpanKind() == trace.SpanKindConsumer {
+			fmt.Println(s.Name(), "linked to", s.Links()[0].SpanContext.SpanID() == req.SpanContext().SpanID())
+		}
+	}
+	// Output:
+	// handler runs in a span: true
+	// traceparent kept: true
+	// process default mail.welcome linked to true
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/internal/periodic"
@@ -51,6 +52,8 @@ type Processor struct {
 	// reporter is the store as a jobs.Reporter, nil when it is not one:
 	// outputs and progress are then refused (ErrNotReported).
 	reporter jobs.Reporter
+	// tracer gives every attempt a span; nil without Config.TracerProvider.
+	tracer trace.Tracer
 
 	mu       sync.Mutex
 	started  bool
@@ -92,6 +95,7 @@ func New(store jobs.Worker, reg *Registry, cfg Config) (*Processor, error) {
 	}
 	p.hb = newHeartbeater(store, cfg, &p.stats)
 	p.reporter, _ = store.(jobs.Reporter)
+	p.tracer = tracerOf(cfg)
 	p.hb.reporter = p.reporter
 	p.hb.log = p.log
 	p.paused.Store(&pausedView{})

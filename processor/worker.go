@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -186,6 +187,10 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 	ws.arm(rn, due)
 	execCtx := context.Context(&rn.ctx)
 	hj := &rn.job
+	var span trace.Span
+	if p.tracer != nil {
+		execCtx, span = p.startSpan(execCtx, hj)
+	}
 	log.Debug("job started", zap.Int("attempt", st.AttemptCount))
 	p.stats.running.Add(1)
 	began := time.Now()
@@ -211,6 +216,9 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 	p.drop(rn)
 	r.HandlerErr, r.Duration, r.Interrupted = fail.err, ran, errors.Is(cause, errShutdown)
 	p.finished(j, r)
+	if span != nil {
+		endSpan(span, r)
+	}
 	if next != nil {
 		return p.begin(ws, next)
 	}
