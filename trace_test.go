@@ -104,4 +104,6 @@ func TestRoundsHaveSpansOfTheirOwn(t *testing.T) {
 // failingNow is a store whose clock cannot be read.
 type failingNow struct{ *memstore.Store }
 
-func (failingNow) Now(context.Context) (time.Time, error) { return time.Time{}, errors.New("clock unreachable") }
+func (failingNow) Now(context.Context) (time.Time, error) {
+	return time.Time{}, errors.New("clock unreachable")
+}

@@ -495,3 +495,25 @@ func TestJobPageShowsMetadata(t *testing.T) {
 		t.Error("a job without metadata shows a metadata entry")
 	}
 }
+
+// The job page shows a running job's progress as of its last beat, and a
+// finished job's output.
+func TestJobPageShowsProgressAndOutput(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := t.Context()
+	id := f.enqueue("q", "t", `{}`)
+	ref := f.start(id, "q")
+	if _, err := f.store.HeartbeatProgress(ctx, []jobs.LeaseRef{ref}, []jobs.ProgressItem{{Ref: ref, Fraction: 0.4, Message: "page <2> of 5"}}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, f.get(fmt.Sprintf("/job/%d", id)), http.StatusOK, `id="progress"`, "40%", "page &lt;2&gt; of 5", "as of the heartbeat")
+	if _, err := f.store.Transition(ctx, jobs.Transitions{Completes: []jobs.LeaseRef{ref},
+		Outputs: []jobs.OutputItem{{Ref: ref, Output: []byte(`{"rows":"<b>3</b>"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	page := f.get(fmt.Sprintf("/job/%d", id))
+	wantStatus(t, page, http.StatusOK, `id="output"`, `&lt;b&gt;3&lt;/b&gt;`)
+	if strings.Contains(page.body, `id="progress"`) {
+		t.Error("an archived job shows progress")
+	}
+}
