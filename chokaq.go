@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/internal/periodic"
@@ -96,6 +97,19 @@ type Config struct {
 	// each sweep), reports the processor's gauges, and counts enqueues.
 	Telemetry *telemetry.Metrics
 
+	// TracerProvider traces the Client (OpenTelemetry): an enqueue inside
+	// a span keeps its W3C trace context in the job's metadata, every
+	// attempt runs in a consumer span linked to it, and the rescue,
+	// retention and schedule rounds have spans of their own. It fills the
+	// TracerProvider of Processor, Rescue and Retention that are unset.
+	// Nil (the default) traces nothing; the library pulls no exporter.
+	TracerProvider trace.TracerProvider
+
+	// EnqueueMiddleware sees every job the Client enqueues before it is
+	// checked and inserted, in this order (EnqueueMiddleware). Work
+	// middleware is the Registry's (Registry.Use).
+	EnqueueMiddleware []EnqueueMiddleware
+
 	// Logger, nil for none.
 	Logger *zap.Logger
 }
@@ -152,6 +166,9 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	if err := cfg.checkEnqueue(); err != nil {
 		return nil, err
 	}
+	if err := checkEnqueueMiddleware(cfg.EnqueueMiddleware); err != nil {
+		return nil, err
+	}
 	c := &Client{cfg: cfg, log: cfg.Logger}
 	ok := false
 	defer func() {
@@ -184,6 +201,13 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		c.store, c.sql = s, s
 	}
 
+	if cfg.TracerProvider != nil {
+		for _, tp := range []*trace.TracerProvider{&cfg.Processor.TracerProvider, &cfg.Rescue.TracerProvider, &cfg.Retention.TracerProvider} {
+			if *tp == nil {
+				*tp = cfg.TracerProvider
+			}
+		}
+	}
 	pc := cfg.Processor
 	if pc.Logger == nil {
 		pc.Logger = cfg.Logger
@@ -261,7 +285,7 @@ func (c *Client) maintenance(cfg Config) error {
 				scheds[i].Job.MaxAttempts = cfg.DefaultMaxAttempts
 			}
 		}
-		sc := schedule.Config{Schedules: scheds, Limits: cfg.Limits, Logger: cfg.Logger}
+		sc := schedule.Config{Schedules: scheds, Limits: cfg.Limits, Logger: cfg.Logger, TracerProvider: cfg.TracerProvider}
 		if c.sql != nil {
 			// One leader per set of schedules: a process defining another
 			// set (another service, a new release mid-deploy) fires its own.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
 )
 
 // Args are a job's arguments: a value that encodes to JSON, whose Kind names
@@ -60,6 +61,11 @@ type EnqueueOpts struct {
 	IdempotencyKey string
 	// CreatedBy says who enqueued the job, for operators.
 	CreatedBy string
+	// Metadata is kept with the job in every table and seen by its
+	// handler (Job.Metadata): which request enqueued it, for which tenant.
+	// At most 4 KiB as JSON (jobs.ValidateMetadata); operators see it on
+	// the dashboard and in chokaq jobs show, so keep secrets out.
+	Metadata map[string]string
 	// Unique makes the job unique by its kind and what the options name
 	// (arguments, fields, queue, period), held in the states they name: an
 	// enqueue while another job holds the key returns that job's ID,
@@ -130,7 +136,7 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	return jobs.EnqueueParams{
 		Type: kind, Payload: payload,
 		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
-		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy,
+		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy, Metadata: o.Metadata,
 		Unique: o.Unique,
 	}, nil
 }
@@ -164,6 +170,9 @@ func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
 	}
 	if o.CreatedBy != "" {
 		base.CreatedBy = o.CreatedBy
+	}
+	if o.Metadata != nil {
+		base.Metadata = o.Metadata
 	}
 	if o.Unique != nil {
 		base.Unique = o.Unique
@@ -212,10 +221,15 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.
 	return c.EnqueueRawMany(ctx, ps)
 }
 
-// prepared is p with the Client's DefaultMaxAttempts filled in, checked
-// against Config.Limits: the Client's limits hold on every path and for
-// every store, Config.Store's too, which then applies its own as well.
-func (c *Client) prepared(p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
+// prepared is p after the Client's enqueue middleware, with its
+// DefaultMaxAttempts filled in, checked against Config.Limits: the
+// Client's limits hold on every path and for every store, Config.Store's
+// too, which then applies its own as well.
+func (c *Client) prepared(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
+	if err := c.beforeEnqueue(ctx, &p); err != nil {
+		return p, err
+	}
+	p.Metadata = processor.InjectTraceContext(ctx, p.Metadata)
 	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
 		p.MaxAttempts = c.cfg.DefaultMaxAttempts
 	}
@@ -226,7 +240,7 @@ func (c *Client) prepared(p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
 // EnqueueRaw adds a job given in the store's own form, for payloads that
 // are not JSON-encoded Args: bytes the caller carries.
 func (c *Client) EnqueueRaw(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
-	p, err := c.prepared(p)
+	p, err := c.prepared(ctx, p)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -245,7 +259,7 @@ func (c *Client) EnqueueRawTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueuePar
 	if !ok {
 		return jobs.EnqueueResult{}, fmt.Errorf("%w (this store is a %T)", ErrTxUnsupported, c.store)
 	}
-	p, err := c.prepared(p)
+	p, err := c.prepared(ctx, p)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -264,7 +278,7 @@ func (c *Client) EnqueueRawMany(ctx context.Context, ps []jobs.EnqueueParams) ([
 	filled := make([]jobs.EnqueueParams, len(ps))
 	for i, p := range ps {
 		var err error
-		if filled[i], err = c.prepared(p); err != nil {
+		if filled[i], err = c.prepared(ctx, p); err != nil {
 			return nil, &jobs.BatchItemError{Index: i, Err: err}
 		}
 	}

@@ -1,11 +1,16 @@
 package chokaq_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/chokaqtest"
@@ -233,4 +238,103 @@ func Example_schedule() {
 	defer client.Stop(context.Background())
 	fmt.Println(<-fired)
 	// Output: digest for subscribers, tick on a whole second: true
+}
+
+// Work middleware wraps every handler of a registry, the first added
+// outermost: here one that logs each attempt and turns a panic-free
+// refusal into a dead letter. Enqueue middleware (Config.EnqueueMiddleware)
+// sees each job before it is inserted.
+func Example_middleware() {
+	ctx := context.Background()
+	reg := chokaq.NewRegistry()
+	reg.MustUse("log", func(ctx context.Context, job *chokaq.Job, next chokaq.HandlerFunc) error {
+		err := next(ctx, job)
+		fmt.Printf("%s attempt %d: err=%v\n", job.Type, job.Attempt, err)
+		return err
+	})
+	reg.MustUse("blocklist", func(ctx context.Context, job *chokaq.Job, next chokaq.HandlerFunc) error {
+		if bytes.Contains(job.Payload, []byte("@blocked.example")) {
+			return chokaq.Permanent(errors.New("address blocked"))
+		}
+		return next(ctx, job)
+	})
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error { return nil })
+	w, err := chokaqtest.NewWorker(ctx, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	for _, email := range []string{"ada@example.com", "eve@blocked.example"} {
+		o, _ := w.Work(ctx, WelcomeArgs{Email: email}, nil)
+		fmt.Println(email, "->", o.Outcome)
+	}
+	// Output:
+	// mail.welcome attempt 1: err=<nil>
+	// ada@example.com -> succeeded
+	// mail.welcome attempt 1: err=permanent: address blocked
+	// eve@blocked.example -> dead_lettered
+}
+
+// A handler records its result with RecordOutput: it is written with the
+// job's outcome, in the same statement, and read back with the job.
+func ExampleRecordOutput() {
+	ctx := context.Background()
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args ReportArgs) error {
+		if err := chokaq.Progress(ctx, 0.5, "totals computed"); err != nil {
+			return err
+		}
+		return chokaq.RecordOutput(ctx, map[string]any{"month": args.Month, "rows": 1280})
+	})
+	w, err := chokaqtest.NewWorker(ctx, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	o, err := w.Work(ctx, ReportArgs{Month: "2026-11"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	j, _ := w.Client().GetJob(ctx, o.Job.ID)
+	fmt.Println(o.Outcome, string(j.Output))
+	// Output: succeeded {"month":"2026-11","rows":1280}
+}
+
+// With a TracerProvider, an enqueue inside a span keeps its W3C trace
+// context in the job's metadata, and every attempt runs in a consumer span
+// linked to it (Processor.TraceParentFromEnqueue parents it instead). Here
+// an in-memory recorder stands for an exporter, which the library never
+// pulls in.
+func Example_tracing() {
+	ctx := context.Background()
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	reg := chokaq.NewRegistry()
+	done := make(chan struct{})
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args WelcomeArgs) error {
+		defer close(done)
+		fmt.Println("handler runs in a span:", trace.SpanContextFromContext(ctx).IsValid())
+		return nil
+	})
+	client, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), TracerProvider: tp, DisableRescue: true}, reg)
+	if err != nil {
+		panic(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		panic(err)
+	}
+	reqCtx, req := tp.Tracer("app").Start(ctx, "POST /signup")
+	r, _ := client.Enqueue(reqCtx, WelcomeArgs{Email: "ada@example.com"}, nil)
+	req.End()
+	<-done
+	_ = client.Stop(ctx)
+	j, _ := client.GetJob(ctx, r.ID)
+	fmt.Println("traceparent kept:", j.Metadata["traceparent"] != "")
+	for _, s := range rec.Ended() {
+		if s.SpanKind() == trace.SpanKindConsumer {
+			fmt.Println(s.Name(), "linked to", s.Links()[0].SpanContext.SpanID() == req.SpanContext().SpanID())
+		}
+	}
+	// Output:
+	// handler runs in a span: true
+	// traceparent kept: true
+	// process default mail.welcome linked to true
 }

@@ -98,3 +98,20 @@ func MustHandle[T Args](reg *Registry, fn func(ctx context.Context, job *Job, ar
 		panic(err)
 	}
 }
+
+// ErrNotReported is returned by RecordOutput and Progress outside a
+// handler, or on a store that keeps neither (jobs.Reporter).
+var ErrNotReported = processor.ErrNotReported
+
+// RecordOutput records v, as JSON of at most 32 KiB, as the output of the
+// job whose handler ctx is: written with its outcome in the same statement
+// (archived on success, in the DLQ on failure), shown by GetJob, chokaq jobs
+// show and the dashboard. See processor.RecordOutput.
+func RecordOutput(ctx context.Context, v any) error { return processor.RecordOutput(ctx, v) }
+
+// Progress reports how far the handler of ctx has come (0 to 1, and a
+// message of at most 200 characters), carried on the job's next heartbeat
+// (every 8-12 s by default). See processor.Progress.
+func Progress(ctx context.Context, fraction float64, message string) error {
+	return processor.Progress(ctx, fraction, message)
+}

@@ -126,7 +126,7 @@ func (w *Worker) WorkJob(ctx context.Context, id int64) (*Outcome, error) {
 	}
 
 	obs := &finish{id: id, done: make(chan processor.Result, 1)}
-	p, err := processor.New(&claimOnce{Worker: w.store, id: id}, w.reg, processor.Config{
+	p, err := processor.New(&claimOnce{Store: w.store, id: id}, w.reg, processor.Config{
 		WorkerID:       "chokaqtest",
 		Queues:         []string{j.Queue},
 		Concurrency:    1,
@@ -227,9 +227,10 @@ func (f *finish) HeartbeatDegraded(jobs.LeaseRef) {}
 
 // claimOnce lets the processor claim the one job WorkJob runs, and nothing
 // after it: without it the processor would claim the next due job while
-// the first one settles.
+// the first one settles. It is the in-memory store otherwise, a
+// jobs.Reporter, so handlers' outputs and progress are kept.
 type claimOnce struct {
-	jobs.Worker
+	*memstore.Store
 	id      int64
 	mu      sync.Mutex
 	claimed bool
@@ -241,10 +242,10 @@ func (c *claimOnce) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job,
 	if c.claimed {
 		return nil, nil
 	}
-	got, err := c.Worker.Claim(ctx, p)
+	got, err := c.Store.Claim(ctx, p)
 	for _, j := range got {
 		if j.ID != c.id { // runsAlone checked this cannot happen
-			_, _ = c.Worker.Release(ctx, []jobs.LeaseRef{j.Ref()})
+			_, _ = c.Store.Release(ctx, []jobs.LeaseRef{j.Ref()})
 			continue
 		}
 		c.claimed = true

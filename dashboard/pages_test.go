@@ -479,3 +479,41 @@ func TestInspectorShowsAttemptsAndTimes(t *testing.T) {
 }
 
 func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
+
+// The job page shows a job's metadata, escaped like any other text.
+func TestJobPageShowsMetadata(t *testing.T) {
+	f := newFixture(t, Options{})
+	r, err := f.store.Enqueue(t.Context(), jobs.EnqueueParams{Queue: "q", Type: "t",
+		Metadata: map[string]string{"request_id": "r-42", "tenant": "<b>acme</b>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := f.get(fmt.Sprintf("/job/%d", r.ID))
+	wantStatus(t, page, http.StatusOK, `id="metadata"`, `<code>request_id</code> = r-42`, `<code>tenant</code> = &lt;b&gt;acme&lt;/b&gt;`)
+	plain := f.enqueue("q", "t", `{}`)
+	if body := f.get(fmt.Sprintf("/job/%d", plain)).body; strings.Contains(body, `id="metadata"`) {
+		t.Error("a job without metadata shows a metadata entry")
+	}
+}
+
+// The job page shows a running job's progress as of its last beat, and a
+// finished job's output.
+func TestJobPageShowsProgressAndOutput(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := t.Context()
+	id := f.enqueue("q", "t", `{}`)
+	ref := f.start(id, "q")
+	if _, err := f.store.HeartbeatProgress(ctx, []jobs.LeaseRef{ref}, []jobs.ProgressItem{{Ref: ref, Fraction: 0.4, Message: "page <2> of 5"}}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, f.get(fmt.Sprintf("/job/%d", id)), http.StatusOK, `id="progress"`, "40%", "page &lt;2&gt; of 5", "as of the heartbeat")
+	if _, err := f.store.Transition(ctx, jobs.Transitions{Completes: []jobs.LeaseRef{ref},
+		Outputs: []jobs.OutputItem{{Ref: ref, Output: []byte(`{"rows":"<b>3</b>"}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	page := f.get(fmt.Sprintf("/job/%d", id))
+	wantStatus(t, page, http.StatusOK, `id="output"`, `&lt;b&gt;3&lt;/b&gt;`)
+	if strings.Contains(page.body, `id="progress"`) {
+		t.Error("an archived job shows progress")
+	}
+}

@@ -202,6 +202,7 @@ var templateFuncs = template.FuncMap{
 	"lagSamples":  func() int { return lagSamples },
 	"add":         func(a, b float64) float64 { return a + b },
 	"sub":         func(a, b float64) float64 { return a - b },
+	"percent":     func(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" },
 }
 
 // queueURL is where a queue's form posts action (pause, resume, settings),

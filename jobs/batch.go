@@ -54,6 +54,11 @@ type Transitions struct {
 	Completes   []LeaseRef
 	Retries     []RetryItem
 	DeadLetters []DeadLetterItem
+	// Outputs are what the handlers of some of the Completes and
+	// DeadLetters recorded, each written with its job's move by a store
+	// that is a Reporter (and ignored by one that is not; the processor
+	// sends none to it). They do not count towards MaxWorkerBatch.
+	Outputs []OutputItem
 }
 
 // Len is the number of jobs in t.
@@ -109,6 +114,11 @@ func CheckBatchSize(n int) error {
 func (t Transitions) Validate() error {
 	if err := CheckBatchSize(t.Len()); err != nil {
 		return err
+	}
+	for _, o := range t.Outputs {
+		if err := ValidateOutput(o.Output); err != nil {
+			return err
+		}
 	}
 	if len(t.Starts) > 0 {
 		return t.StartParams.Validate()

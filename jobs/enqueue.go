@@ -48,6 +48,11 @@ type EnqueueParams struct {
 	// while the first is active returns the first job's ID.
 	IdempotencyKey string
 	CreatedBy      string
+	// Metadata is kept with the job in every table, copied by resurrect,
+	// seen by its handler and shown to operators (no secrets): at most
+	// MaxMetadataBytes as JSON, keys as ValidateMetadata says. Enqueue
+	// middleware may add to it; tracing keeps the W3C trace context in it.
+	Metadata map[string]string
 	// Unique, when set, makes the job unique by its type and what the
 	// options name (see UniqueOpts); a duplicate returns the holder's ID.
 	Unique *UniqueOpts
@@ -147,6 +152,9 @@ func (p EnqueueParams) Normalize(l Limits) (EnqueueParams, error) {
 		return p, err
 	}
 	if err := checkText("created_by", p.CreatedBy, MaxCreatedByLen); err != nil {
+		return p, err
+	}
+	if err := ValidateMetadata(p.Metadata); err != nil {
 		return p, err
 	}
 	if p.Unique != nil {

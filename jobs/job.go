@@ -1,7 +1,9 @@
 package jobs
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -134,7 +136,10 @@ type Job struct {
 	// count that table (see UniqueOpts).
 	UniqueKey    *UniqueKey
 	UniqueStates UniqueStates
-	MaxAttempts  int
+	// Metadata is what the job was enqueued with (EnqueueParams.Metadata),
+	// in every table; nil for none.
+	Metadata    map[string]string
+	MaxAttempts int
 	// AttemptCount is the number of executions started so far, less the
 	// ones that snoozed.
 	AttemptCount int
@@ -169,6 +174,16 @@ type Job struct {
 	Duration      time.Duration // archive only: StartedAt to completion
 	FailureReason FailureReason // DLQ only
 	ErrorDetails  string        // DLQ only
+
+	// Output is the JSON its handler recorded (processor.RecordOutput),
+	// written with its outcome: archive, and DLQ for a failure; nil for
+	// none.
+	Output json.RawMessage
+	// Progress (0 to 1) and ProgressMessage are what its handler last
+	// reported (processor.Progress), as of the job's last heartbeat
+	// (HeartbeatAt): hot Processing jobs only.
+	Progress        float64
+	ProgressMessage string
 }
 
 // ClaimsBefore reports whether due job a is claimed before due job b of
@@ -192,6 +207,8 @@ func (j *Job) Clone() *Job {
 	c := *j
 	c.Payload = append([]byte(nil), j.Payload...)
 	c.Tags = append([]string(nil), j.Tags...)
+	c.Metadata = maps.Clone(j.Metadata)
+	c.Output = append(json.RawMessage(nil), j.Output...)
 	if j.UniqueKey != nil {
 		k := *j.UniqueKey
 		c.UniqueKey = &k

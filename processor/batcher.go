@@ -2,6 +2,7 @@ package processor
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"runtime"
 	"sync"
@@ -224,8 +225,11 @@ type transition struct {
 	ref        jobs.LeaseRef
 	retry      jobs.RetryParams
 	deadLetter jobs.DeadLetterParams
-	next       jobs.LeaseRef
-	chained    bool
+	// output is what the handler recorded (RecordOutput), written with a
+	// complete or a dead letter; nil for none.
+	output  json.RawMessage
+	next    jobs.LeaseRef
+	chained bool
 }
 
 type transitionKind uint8
@@ -256,7 +260,7 @@ func newBatchers(ctx context.Context, w jobs.Worker, bw jobs.BatchWorker, cfg Co
 	one := func(ctx context.Context, t transition) (transitionResult, error) {
 		var r transitionResult
 		switch {
-		case t.chained: // no one-job call carries two jobs
+		case t.chained || t.output != nil: // no one-job call carries two jobs, or an output
 			sc.one = append(sc.one[:0], t)
 			rs, err := sc.send(ctx, sc.one)
 			if err != nil {
@@ -293,6 +297,7 @@ type transitionScratch struct {
 func (sc *transitionScratch) send(ctx context.Context, reqs []transition) ([]transitionResult, error) {
 	t := &sc.t
 	t.Starts, t.Completes, t.Retries, t.DeadLetters = t.Starts[:0], t.Completes[:0], t.Retries[:0], t.DeadLetters[:0]
+	t.Outputs = t.Outputs[:0]
 	at := append(sc.at[:0], make([]int, 2*len(reqs))...)
 	sc.at = at
 	for i, r := range reqs {
@@ -310,14 +315,18 @@ func (sc *transitionScratch) send(ctx context.Context, reqs []transition) ([]tra
 			at[2*i] = len(t.DeadLetters)
 			t.DeadLetters = append(t.DeadLetters, jobs.DeadLetterItem{Ref: r.ref, Params: r.deadLetter})
 		}
+		if r.output != nil && (r.kind == transitionComplete || r.kind == transitionDeadLetter) {
+			t.Outputs = append(t.Outputs, jobs.OutputItem{Ref: r.ref, Output: r.output})
+		}
 		if r.chained {
 			at[2*i+1] = len(t.Starts)
 			t.Starts = append(t.Starts, r.next)
 		}
 	}
 	res, err := sc.bw.Transition(ctx, sc.lists())
-	clear(t.Retries) // the error texts are not kept past the call
+	clear(t.Retries) // the error texts and outputs are not kept past the call
 	clear(t.DeadLetters)
+	clear(t.Outputs)
 	if err != nil {
 		return nil, err
 	}
@@ -363,6 +372,9 @@ func (sc *transitionScratch) lists() jobs.Transitions {
 	if len(t.DeadLetters) == 0 {
 		t.DeadLetters = nil
 	}
+	if len(t.Outputs) == 0 {
+		t.Outputs = nil
+	}
 	return t
 }
 
@@ -403,6 +415,8 @@ func (b *batchers) stop() {
 type workerSlots struct {
 	t     *slot[transition, transitionResult]
 	chain *run
+	// output is what the handler of the job being settled recorded.
+	output json.RawMessage
 	deadline
 }
 
@@ -465,7 +479,7 @@ func (p *Processor) completeJob(ctx context.Context, ws *workerSlots, ref jobs.L
 	if p.batch == nil {
 		return p.store.Complete(ctx, ref)
 	}
-	return p.outcome(ws, transition{kind: transitionComplete, ref: ref})
+	return p.outcome(ws, transition{kind: transitionComplete, ref: ref, output: ws.output})
 }
 
 func (p *Processor) retryJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, params jobs.RetryParams) error {
@@ -479,7 +493,7 @@ func (p *Processor) deadLetterJob(ctx context.Context, ws *workerSlots, ref jobs
 	if p.batch == nil {
 		return p.store.DeadLetter(ctx, ref, params)
 	}
-	return p.outcome(ws, transition{kind: transitionDeadLetter, ref: ref, deadLetter: params})
+	return p.outcome(ws, transition{kind: transitionDeadLetter, ref: ref, deadLetter: params, output: ws.output})
 }
 
 // answer is a batch request's error: the call's, else the job's own.

@@ -69,7 +69,9 @@ func BenchmarkThroughput(b *testing.B) {
 // the processor the store with its batch forms (group commit, ADR 0018);
 // Mode=plain hands it latencystore.Single(), one call per transition, the
 // baseline; a group run reports its jobs/s as a multiple of the plain run
-// of the same concurrency just before it (x-plain).
+// of the same concurrency just before it (x-plain). Output=on: each handler
+// records an output (RecordOutput), which rides on its outcome's call, so
+// calls/job stay those of the run without.
 func BenchmarkStoreCallsPerJob(b *testing.B) {
 	db := latencystore.Config{Delay: 500 * time.Microsecond, PerRow: 5 * time.Microsecond, Pool: 4}
 	plain := map[int]float64{} // jobs/s of the last plain run, by concurrency
@@ -78,11 +80,13 @@ func BenchmarkStoreCallsPerJob(b *testing.B) {
 		cfg    latencystore.Config
 		single bool
 		linger time.Duration
+		output bool
 	}{
-		{"Latency=0/Mode=group", latencystore.Config{}, false, 0},
-		{"Latency=500us/Mode=plain", db, true, 0},
-		{"Latency=500us/Mode=group", db, false, 0},
-		{"Latency=500us/Mode=group,Linger=200us", db, false, 200 * time.Microsecond},
+		{"Latency=0/Mode=group", latencystore.Config{}, false, 0, false},
+		{"Latency=500us/Mode=plain", db, true, 0, false},
+		{"Latency=500us/Mode=group", db, false, 0, false},
+		{"Latency=500us/Mode=group,Output=on", db, false, 0, true},
+		{"Latency=500us/Mode=group,Linger=200us", db, false, 200 * time.Microsecond, false},
 	} {
 		for _, conc := range []int{8, 64} {
 			b.Run(fmt.Sprintf("%s/Concurrency=%d", c.name, conc), func(b *testing.B) {
@@ -95,7 +99,12 @@ func BenchmarkStoreCallsPerJob(b *testing.B) {
 					store = s.Single()
 				}
 				reg := processor.NewRegistry()
-				reg.MustHandle("noop", func(context.Context, *processor.Job) error { return nil })
+				reg.MustHandle("noop", func(ctx context.Context, j *processor.Job) error {
+					if c.output {
+						return processor.RecordOutput(ctx, benchOutput{ID: j.ID, Rows: 1280})
+					}
+					return nil
+				})
 				p, err := processor.New(store, reg, processor.Config{WorkerID: "bench", Concurrency: conc,
 					PrefetchSize: max(100, 2*conc), BatchSize: 20, PollInterval: 10 * time.Millisecond, BatchLinger: c.linger})
 				if err != nil {
@@ -110,6 +119,11 @@ func BenchmarkStoreCallsPerJob(b *testing.B) {
 				}
 				b.StopTimer()
 				_ = p.Stop(context.Background())
+				if c.output {
+					if j, err := mem.GetJob(context.Background(), 1); err != nil || len(j.Output) == 0 {
+						b.Fatalf("job 1 archived without its output: %v", err)
+					}
+				}
 				rate := float64(b.N) / b.Elapsed().Seconds()
 				b.ReportMetric(float64(s.Counts(latencystore.WorkerOps...))/float64(b.N), "calls/job")
 				b.ReportMetric(float64(s.Count(latencystore.OpClaim))/float64(b.N), "claims/job")
@@ -125,22 +139,49 @@ func BenchmarkStoreCallsPerJob(b *testing.B) {
 	}
 }
 
+// benchOutput is what a benchmark's handler records.
+type benchOutput struct {
+	ID   int64 `json:"id"`
+	Rows int   `json:"rows"`
+}
+
 // BenchmarkHeartbeat10kInFlight: 10,000 running jobs heartbeat on a schedule
 // scaled down 100x (80-120ms instead of 8-12s; the ratio of calls to beats
 // does not depend on the scale). One op is one mean beat interval. Aim:
-// at most 0.01 store calls per beat.
+// at most 0.01 store calls per beat. Progress=on: every handler reports a
+// new progress twice per beat interval, carried on its beats, which must
+// make no more calls than Progress=off.
 func BenchmarkHeartbeat10kInFlight(b *testing.B) {
+	for _, progress := range []bool{false, true} {
+		b.Run(fmt.Sprintf("Progress=%s", map[bool]string{false: "off", true: "on"}[progress]), func(b *testing.B) {
+			heartbeat10k(b, progress)
+		})
+	}
+}
+
+func heartbeat10k(b *testing.B, progress bool) {
 	const inFlight = 10000
 	mem := newMem()
 	fill(b, mem, inFlight)
 	release := make(chan struct{})
 	reg := processor.NewRegistry()
 	reg.MustHandle("noop", func(ctx context.Context, _ *processor.Job) error {
-		select {
-		case <-release:
-		case <-ctx.Done():
+		for step := 0; ; step++ {
+			var tick <-chan time.Time
+			if progress {
+				if err := processor.Progress(ctx, float64(step%100)/100, "step"); err != nil {
+					return err
+				}
+				tick = time.After(50 * time.Millisecond)
+			}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return nil
+			case <-tick:
+			}
 		}
-		return nil
 	})
 	p, err := processor.New(mem, reg, processor.Config{WorkerID: "bench", Concurrency: inFlight, PrefetchSize: inFlight, BatchSize: 1000,
 		PollInterval: 10 * time.Millisecond, HeartbeatIntervalMin: 100 * time.Millisecond, HeartbeatIntervalMax: 150 * time.Millisecond,
@@ -161,6 +202,9 @@ func BenchmarkHeartbeat10kInFlight(b *testing.B) {
 	}
 	b.StopTimer()
 	after := p.Stats()
+	if j, err := mem.GetJob(context.Background(), 1); progress && (err != nil || j.ProgressMessage != "step") {
+		b.Fatalf("job 1's progress was not carried: %+v, %v", j, err)
+	}
 	close(release)
 	_ = p.Stop(context.Background())
 	calls, beats := after.HeartbeatCalls-before.HeartbeatCalls, after.HeartbeatBeats-before.HeartbeatBeats

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -74,6 +75,16 @@ type Config struct {
 	// Logger receives stable messages with job_id, queue, type, lease and
 	// worker_id fields. Nil means no logging.
 	Logger *zap.Logger
+
+	// TracerProvider, when set, runs every attempt in a consumer span
+	// linked to the enqueuer's span (TraceParentFromEnqueue: parented by
+	// it), from the W3C trace context an enqueue inside a span keeps in the
+	// job's metadata; nil for none (no span, no cost). The library pulls
+	// no exporter.
+	TracerProvider trace.TracerProvider
+	// TraceParentFromEnqueue makes the enqueuer's span the parent of each
+	// attempt's span, not a link.
+	TraceParentFromEnqueue bool
 }
 
 // RetryPolicy computes the delay before a failed job runs again.

@@ -27,8 +27,11 @@ type Job struct {
 	// Lease is the fencing token of this execution: it goes up at every
 	// claim, so a downstream system that remembers the highest lease it saw
 	// per job can refuse a write from an older execution.
-	Lease     int64
-	Tags      []string
+	Lease int64
+	Tags  []string
+	// Metadata is what the job was enqueued with (EnqueueOpts.Metadata);
+	// nil for none. Do not change it: it is the store's copy.
+	Metadata  map[string]string
 	CreatedAt time.Time
 	// ScheduledAt is when the job was due, on the store's clock: for a
 	// schedule's job, the tick it stands for; after a retry, the end of
@@ -46,8 +49,9 @@ type HandlerFunc func(ctx context.Context, job *Job) error
 
 // Registry maps job types to handlers. It is safe for concurrent use.
 type Registry struct {
-	mu       sync.RWMutex
-	handlers map[string]HandlerFunc
+	mu         sync.RWMutex
+	handlers   map[string]HandlerFunc
+	middleware []namedWork // outermost first (Use)
 }
 
 // ErrDuplicateHandler is returned when a job type is registered twice.
@@ -80,11 +84,11 @@ func (r *Registry) MustHandle(jobType string, h HandlerFunc) {
 	}
 }
 
-func (r *Registry) lookup(jobType string) (HandlerFunc, bool) {
+func (r *Registry) lookup(jobType string) (HandlerFunc, []namedWork, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	h, ok := r.handlers[jobType]
-	return h, ok
+	return h, r.middleware, ok
 }
 
 // Types lists the registered job types.
@@ -187,11 +191,21 @@ func (e *SnoozeError) Error() string { return "snooze for " + e.Delay.String() }
 // log ("snooze capped at jobs.MaxDelay").
 func Snooze(d time.Duration) error { return &SnoozeError{Delay: d} }
 
-// PanicError is a handler panic, recovered, with its stack.
+// PanicError is a handler's or a middleware's panic, recovered, with its
+// stack.
 type PanicError struct {
 	Value any
 	Stack string
+	// Middleware names the work middleware (Registry.Use) or enqueue
+	// middleware that panicked; "" for the handler itself.
+	Middleware string
 }
 
-// Error is the panic value and the stack of the goroutine that panicked.
-func (e *PanicError) Error() string { return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack) }
+// Error is the panic value, the middleware it came from if any, and the
+// stack of the goroutine that panicked.
+func (e *PanicError) Error() string {
+	if e.Middleware != "" {
+		return fmt.Sprintf("panic in middleware %q: %v\n%s", e.Middleware, e.Value, e.Stack)
+	}
+	return fmt.Sprintf("panic: %v\n%s", e.Value, e.Stack)
+}

@@ -60,7 +60,11 @@ type beat struct {
 	// "lost" in that call's answer proves nothing even if the start was
 	// confirmed while the call was out.
 	sentPending bool
-	log         jobLogger
+	// prog is the progress the handler last reported (Progress);
+	// progDirty says no call has carried it yet.
+	prog      jobs.ProgressItem
+	progDirty bool
+	log       jobLogger
 }
 
 type beatHeap []*beat
@@ -92,7 +96,10 @@ func (h *beatHeap) Pop() any {
 // often beats fall due, not with the number of jobs, and no job beats more
 // often than min.
 type heartbeater struct {
-	store     jobs.Worker
+	store jobs.Worker
+	// reporter is store as a jobs.Reporter (nil if it is not one): a call
+	// that carries progress goes through it.
+	reporter  jobs.Reporter
 	min, max  time.Duration
 	window    time.Duration
 	retryWait time.Duration
@@ -165,6 +172,13 @@ func (h *heartbeater) started(b *beat) {
 		h.schedule(b, time.Now())
 		heap.Fix(&h.heap, b.index)
 	}
+	h.mu.Unlock()
+}
+
+// progress records a running job's progress for its next beat.
+func (h *heartbeater) progress(b *beat, it jobs.ProgressItem) {
+	h.mu.Lock()
+	b.prog, b.progDirty = it, true
 	h.mu.Unlock()
 }
 
@@ -276,9 +290,38 @@ func (h *heartbeater) send(ctx context.Context, batch []*beat) {
 	for i, b := range batch {
 		refs[i] = b.ref
 	}
+	// Only the beats whose progress changed carry it: the call's bytes
+	// grow by what changed, and a call with none is a plain Heartbeat.
+	var progress []jobs.ProgressItem
+	var carried []*beat
+	h.mu.Lock()
+	for _, b := range batch {
+		if b.progDirty {
+			progress, carried = append(progress, b.prog), append(carried, b)
+			b.progDirty = false
+		}
+	}
+	h.mu.Unlock()
 	callCtx, cancel := context.WithTimeout(ctx, h.min)
-	res, err := h.store.Heartbeat(callCtx, refs)
+	var res jobs.HeartbeatResult
+	var err error
+	if len(progress) > 0 && h.reporter != nil {
+		res, err = h.reporter.HeartbeatProgress(callCtx, refs, progress)
+	} else {
+		res, err = h.store.Heartbeat(callCtx, refs)
+	}
 	cancel()
+	if err != nil && len(carried) > 0 {
+		// Not carried after all: the next call takes it, unless the
+		// handler reported newer progress meanwhile.
+		h.mu.Lock()
+		for i, b := range carried {
+			if !b.progDirty && b.prog == progress[i] {
+				b.progDirty = true
+			}
+		}
+		h.mu.Unlock()
+	}
 	h.stats.hbCalls.Add(1)
 	h.stats.hbBeats.Add(int64(len(batch)))
 	lostSet := make(map[jobs.LeaseRef]bool, len(res.Lost))

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/internal/periodic"
@@ -51,6 +51,11 @@ type Processor struct {
 	// batch coalesces workers' starts and outcomes into batch calls when
 	// the store offers them (jobs.BatchWorker); nil means one call per job.
 	batch *batchers
+	// reporter is the store as a jobs.Reporter, nil when it is not one:
+	// outputs and progress are then refused (ErrNotReported).
+	reporter jobs.Reporter
+	// tracer gives every attempt a span; nil without Config.TracerProvider.
+	tracer trace.Tracer
 
 	mu       sync.Mutex
 	started  bool
@@ -93,6 +98,9 @@ func New(store jobs.Worker, reg *Registry, cfg Config) (*Processor, error) {
 	}
 	p.prober, _ = store.(jobs.Prober)
 	p.hb = newHeartbeater(store, cfg, &p.stats)
+	p.reporter, _ = store.(jobs.Reporter)
+	p.tracer = tracerOf(cfg)
+	p.hb.reporter = p.reporter
 	p.hb.log = p.log
 	p.paused.Store(&pausedView{})
 	return p, nil
@@ -331,18 +339,14 @@ func (p *Processor) finished(j *jobs.Job, r Result) {
 	p.cfg.Observer.JobFinished(j, r)
 }
 
-// call runs the handler, turning a panic into a *PanicError.
-func (p *Processor) call(ctx context.Context, j *Job) (err error) {
-	h, ok := p.reg.lookup(j.Type)
-	if !ok {
+// call runs the handler inside the registry's work middleware, turning a
+// panic into a *PanicError.
+func (p *Processor) call(ctx context.Context, j *Job) error {
+	h, mws, ok := p.reg.lookup(j.Type)
+	if !ok { // no handler to wrap: the job goes to the DLQ as Fatal
 		return Permanent(fmt.Errorf("unknown job type %q: no handler is registered for it", j.Type))
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = &PanicError{Value: r, Stack: string(debug.Stack())}
-		}
-	}()
-	return h(ctx, j)
+	return runChain(ctx, j, mws, h)
 }
 
 // settle records a finished execution's outcome, by the table in

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -60,6 +61,8 @@ type run struct {
 	job  Job
 	ctx  withDeadline
 	beat beat
+	// report is what the handler reported (RecordOutput, Progress).
+	report report
 	// answered: the start's answer is in: started (err nil), or refused
 	// (err about the job). Until then the start may have committed.
 	answered bool
@@ -81,11 +84,13 @@ func (p *Processor) prepare(f *fetched) *run {
 		f: f,
 		job: Job{
 			ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload,
-			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
+			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, Metadata: j.Metadata, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
 		},
 		ctx:  withDeadline{Context: jobCtx},
 		beat: beat{ref: j.Ref(), cancel: cancel, log: jobLogger{base: p.log, job: j}, pending: true},
 	}
+	rn.ctx.report = &rn.report
+	rn.report.keeps, rn.report.beat, rn.report.hb = p.reporter != nil && p.batch != nil, &rn.beat, p.hb
 	p.hb.add(&rn.beat)
 	return rn
 }
@@ -182,6 +187,10 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 	ws.arm(rn, due)
 	execCtx := context.Context(&rn.ctx)
 	hj := &rn.job
+	var span trace.Span
+	if p.tracer != nil {
+		execCtx, span = p.startSpan(execCtx, hj)
+	}
 	log.Debug("job started", zap.Int("attempt", st.AttemptCount))
 	p.stats.running.Add(1)
 	began := time.Now()
@@ -199,12 +208,17 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 		fail = inspect(herr)
 	}
 	ws.chain = p.next()
+	ws.output = rn.report.takeOutput()
 	r := p.settle(ws, log, ref, hj, fail, herr != nil, cause)
+	ws.output = nil
 	next := ws.chain
 	ws.chain = nil
 	p.drop(rn)
 	r.HandlerErr, r.Duration, r.Interrupted = fail.err, ran, errors.Is(cause, errShutdown)
 	p.finished(j, r)
+	if span != nil {
+		endSpan(span, r)
+	}
 	if next != nil {
 		return p.begin(ws, next)
 	}
@@ -218,11 +232,21 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 // allocations per job than a deadline context under a cancel context.
 type withDeadline struct {
 	context.Context
-	at time.Time
+	at     time.Time
+	report *report
 }
 
 // Deadline is the execution deadline.
 func (c *withDeadline) Deadline() (time.Time, bool) { return c.at, true }
+
+// Value finds the run's report for RecordOutput and Progress, and asks
+// the parent for every other key.
+func (c *withDeadline) Value(key any) any {
+	if _, ok := key.(runKey); ok {
+		return c.report
+	}
+	return c.Context.Value(key)
+}
 
 // deadline is a worker's execution timer, made once and armed for each of
 // its jobs in turn: a timer per job would cost two allocations. A firing

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/internal/periodic"
@@ -54,6 +55,9 @@ type Config struct {
 	// sweeps in this process.
 	Leader jobs.Leader
 	Logger *zap.Logger
+	// TracerProvider, when set, gives each round a span of its own
+	// (OpenTelemetry); nil for none. The library pulls no exporter.
+	TracerProvider trace.TracerProvider
 	// OnDelete, when set, sees every delete that removed jobs: the table,
 	// the queue and how many (chokaq.retention.deleted).
 	OnDelete func(table jobs.Table, queue string, n int)
@@ -174,7 +178,7 @@ func KeepFor(q jobs.QueueSettings, t jobs.Table, global Config) time.Duration {
 // it deleted anything.
 func (r *Retainer) Sweep(ctx context.Context) (Result, error) {
 	return periodic.Round[Result]{Name: "retention", Noun: "sweep", Leader: r.cfg.Leader, Skipped: Result{Skipped: true},
-		Done: r.cfg.OnSweep}.Run(ctx, r.sweep)
+		Done: r.cfg.OnSweep, Tracer: periodic.Tracer(r.cfg.TracerProvider)}.Run(ctx, r.sweep)
 }
 
 // sweep is the work of a sweep this process leads.

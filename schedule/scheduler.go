@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/internal/periodic"
@@ -49,6 +50,9 @@ type Config struct {
 	// Limits bound the jobs' payloads.
 	Limits jobs.Limits
 	Logger *zap.Logger
+	// TracerProvider, when set, gives each round a span of its own
+	// (OpenTelemetry); nil for none. The library pulls no exporter.
+	TracerProvider trace.TracerProvider
 	// OnFire, when set, sees every tick fired (metrics, feeds).
 	OnFire func(Fire)
 }
@@ -197,7 +201,8 @@ func (s *Scheduler) Sync(ctx context.Context) error {
 // fails to fire is reported in the error and tried again next round; the
 // others go on.
 func (s *Scheduler) Round(ctx context.Context) (RoundResult, error) {
-	return periodic.Round[RoundResult]{Name: "schedule", Noun: "round", Leader: s.cfg.Leader, Skipped: RoundResult{Skipped: true}}.
+	return periodic.Round[RoundResult]{Name: "schedule", Noun: "round", Leader: s.cfg.Leader, Skipped: RoundResult{Skipped: true},
+		Tracer: periodic.Tracer(s.cfg.TracerProvider)}.
 		Run(ctx, s.fire)
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
-var _ jobs.BatchWorker = (*Store)(nil)
+var _ jobs.Reporter = (*Store)(nil)
 
 // forms gives the Store its one-list batch forms (StartMany, CompleteMany,
 // RetryMany, DeadLetterMany), each one call of Transition.
@@ -84,6 +84,7 @@ func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.Transi
 				named("starts", s.leaseTVP(t.Starts)), named("completes", s.leaseTVP(t.Completes)),
 				named("retries", mssql.TVP{TypeName: s.schema + ".RetryList", Value: retries}),
 				named("deadLetters", mssql.TVP{TypeName: s.schema + ".DeadLetterList", Value: deadLetters}),
+				named("outputs", s.outputTVP(t.Outputs)),
 				named("defaultMs", t.StartParams.DefaultTimeout.Milliseconds()),
 				named("heartbeatMaxMs", t.StartParams.HeartbeatMax.Milliseconds()))
 			if err != nil {
@@ -165,4 +166,18 @@ func scanTransitioned(rows *sql.Rows) (transitioned, error) {
 		}
 	}
 	return got, rows.Err()
+}
+
+// outputTVP is the OutputList of outputs, one row per ref (the first
+// wins, as for the moves it rides with).
+func (s *Store) outputTVP(outputs []jobs.OutputItem) mssql.TVP {
+	rows := make([]outputRow, 0, len(outputs))
+	seen := make(map[jobs.LeaseRef]bool, len(outputs))
+	for _, o := range outputs {
+		if !seen[o.Ref] {
+			seen[o.Ref] = true
+			rows = append(rows, outputRow{ID: o.Ref.ID, Lease: o.Ref.Lease, OutputJSON: string(o.Output)})
+		}
+	}
+	return mssql.TVP{TypeName: s.schema + ".OutputList", Value: rows}
 }

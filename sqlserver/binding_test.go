@@ -128,7 +128,7 @@ func checkCalls(t *testing.T, s *Store, rec *recorder, tableTypes map[string][]t
 // must exercise: jobs.Store and each optional interface of package jobs the
 // store implements (TestBindingPortsAreEveryInterfaceTheStoreImplements).
 var bindingPorts = []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter](),
-	reflect.TypeFor[jobs.Prober]()}
+	reflect.TypeFor[jobs.Prober](), reflect.TypeFor[jobs.Reporter]()}
 
 // exerciseStore calls every method with plausible arguments and returns the
 // names of the methods called. Errors are expected (the fake answers with
@@ -201,6 +201,10 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		{"Probe", func() error { _, err := s.Probe(ctx, []string{"mail", "Mail", "sms"}); return err }},
 		{"Start", func() error { _, err := s.Start(ctx, ref, jobs.StartParams{DefaultTimeout: time.Minute}); return err }},
 		{"Heartbeat", func() error { _, err := s.Heartbeat(ctx, []jobs.LeaseRef{ref, ref, {ID: 43, Lease: 1}}); return err }},
+		{"HeartbeatProgress", func() error {
+			_, err := s.HeartbeatProgress(ctx, []jobs.LeaseRef{ref, {ID: 43, Lease: 1}}, []jobs.ProgressItem{{Ref: ref, Fraction: 0.5, Message: "half"}})
+			return err
+		}},
 		{"Complete", func() error { return s.Complete(ctx, ref) }},
 		{"Retry", func() error {
 			return s.Retry(ctx, ref, jobs.RetryParams{Delay: 1500 * time.Millisecond, Error: "boom"})

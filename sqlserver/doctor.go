@@ -491,6 +491,7 @@ var doctorTypes = []struct {
 }{
 	{"IdLeaseList", []leaseRow{}}, {"IdList", []idRow{}}, {"JobInsertList", []insertRow{}}, {"QueueList", []queueRow{}},
 	{"RetryList", []retryRow{}}, {"DeadLetterList", []deadLetterRow{}}, {"ScheduleList", []scheduleRow{}},
+	{"MetadataList", []metadataRow{}}, {"OutputList", []outputRow{}}, {"ProgressList", []progressRow{}},
 }
 
 // checkTypes passes an empty list of every table type: without EXECUTE on

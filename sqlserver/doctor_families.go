@@ -31,7 +31,7 @@ var doctorFamilies = []doctorFamily{
 	{"claim", func(q *queries) []string { return []string{q.dueProbe, q.claim, q.adoptClaim, q.doctorLocks} }, (*doctorRun).familyClaim},
 	{"release", func(q *queries) []string { return []string{q.release} }, (*doctorRun).familyRelease},
 	{"start", func(q *queries) []string { return []string{q.start} }, (*doctorRun).familyStart},
-	{"heartbeat", func(q *queries) []string { return []string{q.heartbeat} }, (*doctorRun).familyHeartbeat},
+	{"heartbeat", func(q *queries) []string { return []string{q.heartbeat, q.heartbeatProgress} }, (*doctorRun).familyHeartbeat},
 	{"complete", func(q *queries) []string { return []string{q.complete} }, (*doctorRun).familyComplete},
 	{"retry", func(q *queries) []string { return []string{q.transition} }, (*doctorRun).familyRetry},
 	{"dead letter", func(q *queries) []string { return []string{q.deadLetter} }, (*doctorRun).familyDeadLetter},
@@ -385,7 +385,15 @@ func (d *doctorRun) familyHeartbeat(ctx context.Context) (string, error) {
 	if len(r.Lost) > 0 || len(r.CancelRequested) > 0 {
 		return "", fmt.Errorf("sqlserver: a heartbeat of %d running jobs lost %v and found cancels requested for %v", len(d.jobs.running), r.Lost, r.CancelRequested)
 	}
-	return fmt.Sprintf("%d running jobs beat in one statement", len(d.jobs.running)), nil
+	first := d.jobs.running[0]
+	r, err = d.st.HeartbeatProgress(ctx, d.jobs.running, []jobs.ProgressItem{{Ref: first, Fraction: 0.5, Message: "chokaq doctor"}})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if len(r.Lost) > 0 {
+		return "", fmt.Errorf("sqlserver: a heartbeat with progress of %d running jobs lost %v", len(d.jobs.running), r.Lost)
+	}
+	return fmt.Sprintf("%d running jobs beat in one statement, then again with job %d's progress", len(d.jobs.running), first.ID), nil
 }
 
 // settle moves the first running job with op, and files it under to.

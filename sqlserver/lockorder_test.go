@@ -17,7 +17,7 @@ import (
 var lockOrderRow = map[string]string{
 	"enqueueBatch": "enqueue", "enqueueKeyed": "keyed enqueue", "enqueueKeyedTx": "keyed enqueue", "jobByKey": "keyed enqueue",
 	"claim": "claim", "adoptClaim": "adopt a lost claim", "dueProbe": "due probe",
-	"start": "start", "heartbeat": "heartbeat", "complete": "complete", "deadLetter": "dead-letter", "snooze": "snooze",
+	"start": "start", "heartbeat": "heartbeat", "heartbeatProgress": "heartbeat with progress", "complete": "complete", "deadLetter": "dead-letter", "snooze": "snooze",
 	"cancel": "cancel", "transition": "transition", "release": "release",
 	"rescueFetched": "rescue phase 1", "rescueZombies": "rescue phase 2", "rescueExpired": "rescue phase 3",
 	"resurrect": "resurrect", "purge": "purge", "updateQueue": "update queue",

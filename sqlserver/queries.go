@@ -66,19 +66,22 @@ const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     CAST(1 AS TINYINT), $.Status, $.CreatedAtUtc, $.ScheduledAtUtc, $.LastUpdatedUtc, $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     CAST(NULL AS DATETIME2(7)), CAST(NULL AS BIGINT), CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
-    $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs`
+    $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs,
+    $.Metadata, CAST(NULL AS NVARCHAR(MAX)), $.ProgressFraction, $.ProgressMessage`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7)), $.LastError,
     $.FinishedAtUtc, $.DurationMs, CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
-    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT)`
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
+    $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200))`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails,
-    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT)`
+    $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
+    $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200))`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -91,7 +94,8 @@ var unifiedNames = [][2]string{
 	{"StartedAtUtc", "DATETIME2(7)"}, {"HeartbeatUtc", "DATETIME2(7)"}, {"DeadlineUtc", "DATETIME2(7)"}, {"LastError", "NVARCHAR(MAX)"},
 	{"FinishedAtUtc", "DATETIME2(7)"}, {"DurationMs", "BIGINT"}, {"FailureReason", "INT"}, {"ErrorDetails", "NVARCHAR(MAX)"},
 	{"SnoozeCount", "INT"}, {"CancelRequestedUtc", "DATETIME2(7)"}, {"CancelNote", "NVARCHAR(500)"},
-	{"HeartbeatMaxMs", "INT"},
+	{"HeartbeatMaxMs", "INT"}, {"Metadata", "NVARCHAR(MAX)"}, {"OutputJson", "NVARCHAR(MAX)"}, {"ProgressFraction", "REAL"},
+	{"ProgressMessage", "NVARCHAR(200)"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -115,18 +119,18 @@ func unifiedSelect(alias string) string {
 // Columns a move copies out of JobsHot.
 const (
 	archiveColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
-    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs, SnoozeCount`
+    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs, SnoozeCount, Metadata`
 	archiveFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
     deleted.RunLease, deleted.StartedAtUtc, deleted.LastError, @now, DATEDIFF_BIG(MILLISECOND, deleted.StartedAtUtc, @now),
-    deleted.SnoozeCount`
+    deleted.SnoozeCount, deleted.Metadata`
 	dlqColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
-    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, HeartbeatUtc, DeadlineUtc, LastError,
+    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, HeartbeatUtc, DeadlineUtc, LastError, Metadata,
     SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
 	// dlqFromDeleted is followed by the reason and the details.
 	dlqFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
-    deleted.RunLease, deleted.StartedAtUtc, deleted.HeartbeatUtc, deleted.DeadlineUtc, deleted.LastError,
+    deleted.RunLease, deleted.StartedAtUtc, deleted.HeartbeatUtc, deleted.DeadlineUtc, deleted.LastError, deleted.Metadata,
     deleted.SnoozeCount, @now`
 	// cancelledReason is the reason of a move to the DLQ by rescue phase
 	// 3: Timeout, or Cancelled for a job whose cancel was requested.
@@ -138,16 +142,19 @@ const (
 // Every enqueue passes its jobs as a JobInsertList table-valued parameter,
 // even a single one: the parameter's declaration is then the same whatever
 // the payload's length, so the plan cache holds one plan, not one per
-// payload size (go-mssqldb declares []byte as varbinary(len)).
+// payload size (go-mssqldb declares []byte as varbinary(len)). The
+// metadata of the jobs that have any comes in the MetadataList @metadata,
+// by the item's Ord (empty for a batch without metadata; ADR 0028).
 const insertFromItems = `INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
-    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease)
+    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, Metadata)
 SELECT {{idExpr}}, i.Queue, i.Type, i.Payload, i.Priority, i.Tags, {{keyExpr}}, i.CreatedBy, i.MaxAttempts,
     0, 0, @now,
     CASE WHEN i.RunAtMs IS NULL
         THEN DATEADD(MILLISECOND, i.DelayMs % 1000, DATEADD(SECOND, i.DelayMs / 1000, @now))
         ELSE DATEADD(MILLISECOND, i.RunAtMs % 86400000, DATEADD(DAY, i.RunAtMs / 86400000, CAST('19700101' AS DATETIME2(7)))) END,
-    @now, 0
-FROM @items AS i;`
+    @now, 0, m.Metadata
+FROM @items AS i
+LEFT JOIN @metadata AS m ON m.Ord = i.Ord;`
 
 // Enqueue of jobs without keys: the IDs come as one range from the
 // sequence, so item i gets @first + i and no OUTPUT ordering is needed.
@@ -378,6 +385,24 @@ FROM @refs AS r
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
 WHERE h.Status = 2;`
 
+// qHeartbeatProgress is qHeartbeat for a call some of whose beats carry
+// their handler's progress (ADR 0028): the ProgressList @progress holds
+// those beats alone, so a beat's bytes grow by what changed, and a call
+// with none goes as qHeartbeat. The progress is written to the row the
+// beat matches, under the same lease and status fence, and touches no
+// index key (neither column is in an index): the footprint is the
+// heartbeat's.
+const qHeartbeatProgress = `SET NOCOUNT ON;
+UPDATE h
+SET HeartbeatUtc = SYSUTCDATETIME(),
+    ProgressFraction = CASE WHEN p.Id IS NULL THEN h.ProgressFraction ELSE p.Fraction END,
+    ProgressMessage = CASE WHEN p.Id IS NULL THEN h.ProgressMessage ELSE p.Message END
+OUTPUT inserted.Id, inserted.RunLease, CASE WHEN inserted.CancelRequestedUtc IS NULL THEN 0 ELSE 1 END
+FROM @refs AS r
+INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = r.Id AND h.RunLease = r.Lease
+LEFT JOIN @progress AS p ON p.Id = r.Id AND p.Lease = r.Lease
+WHERE h.Status = 2;`
+
 // Processing -> Archive, one atomic move.
 const qComplete = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
@@ -475,12 +500,14 @@ INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK) ON h.Id = sr.Id AND h.RunLease = 
 WHERE h.Status = 2 AND NOT EXISTS (SELECT 1 FROM @started AS done WHERE done.Id = h.Id);
 SELECT CAST(1 AS TINYINT), Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;
 -- 2. Processing -> Archive, one atomic move.
+-- Each with the output its handler recorded, if any (@outputs, ADR 0028).
 DELETE h
-OUTPUT ` + archiveFromDeleted + `
-INTO {{s}}.JobsArchive (` + archiveColumns + `)
+OUTPUT ` + archiveFromDeleted + `, o.OutputJson
+INTO {{s}}.JobsArchive (` + archiveColumns + `, OutputJson)
 OUTPUT CAST(2 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
 FROM @completes AS cr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = cr.Id AND h.RunLease = cr.Lease
+LEFT JOIN @outputs AS o ON o.Id = cr.Id AND o.Lease = cr.Lease
 WHERE h.Status = 2;
 -- 3. Processing -> Pending, each with its own delay and error; a job whose
 -- cancel was requested goes to the DLQ as Cancelled instead (Kind 5). The
@@ -506,15 +533,16 @@ FROM @retries AS rr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
 WHERE h.Status = 2 AND h.CancelRequestedUtc IS NULL;
 COMMIT TRANSACTION;
--- 4. Processing -> DLQ, each with its own reason and details, one atomic
--- move.
+-- 4. Processing -> DLQ, each with its own reason and details and the
+-- output its handler recorded, if any, one atomic move.
 DELETE h
 OUTPUT ` + dlqFromDeleted + `, dr.Reason,
-    CASE WHEN dr.Reason = 1 THEN ` + cancelDetails("NULLIF(dr.Details, N'')") + ` ELSE NULLIF(dr.Details, N'') END
-INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+    CASE WHEN dr.Reason = 1 THEN ` + cancelDetails("NULLIF(dr.Details, N'')") + ` ELSE NULLIF(dr.Details, N'') END, o.OutputJson
+INTO {{s}}.JobsDLQ (` + dlqColumns + `, OutputJson)
 OUTPUT CAST(4 AS TINYINT), deleted.Id, deleted.RunLease, ` + transitionNulls + `
 FROM @deadLetters AS dr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = dr.Id AND h.RunLease = dr.Lease
+LEFT JOIN @outputs AS o ON o.Id = dr.Id AND o.Lease = dr.Lease
 WHERE h.Status = 2;`
 
 // qCancel stops the jobs of @ids (ADR 0019). It reads and update-locks the
@@ -840,11 +868,12 @@ DECLARE @payload VARBINARY(MAX) = CONVERT(VARBINARY(MAX), @payloadHex, 2);
 DECLARE @moved TABLE (
     Id BIGINT NOT NULL PRIMARY KEY, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL, Payload VARBINARY(MAX) NULL,
     Priority INT NOT NULL, Tags NVARCHAR(1000) NULL, IdempotencyKey NVARCHAR(200) NULL, CreatedBy NVARCHAR(100) NULL,
-    MaxAttempts INT NOT NULL, CreatedAtUtc DATETIME2(7) NOT NULL, RunLease BIGINT NOT NULL, ErrorDetails NVARCHAR(MAX) NULL);
+    MaxAttempts INT NOT NULL, CreatedAtUtc DATETIME2(7) NOT NULL, RunLease BIGINT NOT NULL, ErrorDetails NVARCHAR(MAX) NULL,
+    Metadata NVARCHAR(MAX) NULL);
 BEGIN TRANSACTION;
 DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
-    deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails
+    deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails, deleted.Metadata
 INTO @moved
 FROM {{s}}.JobsDLQ AS d WITH (` + outerHints("JobsDLQ") + `)
 INNER JOIN (
@@ -855,13 +884,13 @@ INNER JOIN (
 ) AS x ON x.Id = d.Id
 OPTION (RECOMPILE);
 INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
-    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError)
+    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError, Metadata)
 SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m.Payload END, m.Priority, m.Tags,
     CASE WHEN m.IdempotencyKey IS NULL OR m.KeyRank > 1
               OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (READCOMMITTEDLOCK)
                          WHERE k.IdempotencyKey = m.IdempotencyKey)
          THEN NULL ELSE m.IdempotencyKey END,
-    m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails
+    m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails, m.Metadata
 FROM (SELECT mv.*, ROW_NUMBER() OVER (PARTITION BY mv.IdempotencyKey ORDER BY mv.Id) AS KeyRank FROM @moved AS mv) AS m;
 COMMIT TRANSACTION;
 SELECT COUNT(*) FROM @moved;`
@@ -1173,25 +1202,25 @@ DELETE FROM {{s}}.Schedules;`
 
 // queries is every statement rendered for one schema.
 type queries struct {
-	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch string
-	claim, adoptClaim                                    string
-	dueProbe                                             string
-	start, heartbeat, complete, snooze, deadLetter       string
-	cancel                                               string
-	transition                                           string
-	release                                              string
-	rescueFetched, rescueZombies, rescueExpired          string
-	resurrect                                            string
-	purge, list, count                                   map[jobs.Table]string
-	getJob, queues, updateQueue, queueStats, now         string
-	queueDepths, serverLevel, caseSensitiveNames         string
-	tableQueues                                          map[jobs.Table]string
-	syncSchedules, fireSchedule, schedules               string
-	pauseSchedule, deleteSchedule                        string
-	finishedCounts                                       string
-	trim                                                 map[jobs.Table]string
-	ageForTest, resetForTest                             string
-	tryAppLock, appLockMode, releaseAppLock              string
+	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch              string
+	claim, adoptClaim                                                 string
+	dueProbe                                                          string
+	start, heartbeat, heartbeatProgress, complete, snooze, deadLetter string
+	cancel                                                            string
+	transition                                                        string
+	release                                                           string
+	rescueFetched, rescueZombies, rescueExpired                       string
+	resurrect                                                         string
+	purge, list, count                                                map[jobs.Table]string
+	getJob, queues, updateQueue, queueStats, now                      string
+	queueDepths, serverLevel, caseSensitiveNames                      string
+	tableQueues                                                       map[jobs.Table]string
+	syncSchedules, fireSchedule, schedules                            string
+	pauseSchedule, deleteSchedule                                     string
+	finishedCounts                                                    string
+	trim                                                              map[jobs.Table]string
+	ageForTest, resetForTest                                          string
+	tryAppLock, appLockMode, releaseAppLock                           string
 	// The doctor's own checks (queries_doctor.go).
 	doctorServer, doctorDatabase, doctorPrivileges string
 	doctorTranState, doctorLocks                   string
@@ -1249,6 +1278,7 @@ func render(name string) *queries {
 		dueProbe:           r.Replace(qDueProbe),
 		start:              r.Replace(qStart),
 		heartbeat:          r.Replace(qHeartbeat),
+		heartbeatProgress:  r.Replace(qHeartbeatProgress),
 		complete:           r.Replace(qComplete),
 		deadLetter:         r.Replace(qDeadLetter),
 		snooze:             r.Replace(qSnooze),

@@ -2,6 +2,8 @@ package sqlserver
 
 import (
 	"database/sql"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
 
@@ -23,12 +25,15 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			cancelAt                                        sql.NullTime
 			cancelNote                                      sql.NullString
 			heartbeatMaxMs                                  sql.NullInt64
+			metadata, output, progressMessage               sql.NullString
+			progress                                        sql.NullFloat64
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
 			&started, &heartbeat, &deadline, &lastErr,
 			&done, &durationMs, &reason, &details,
-			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs)
+			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs,
+			&metadata, &output, &progress, &progressMessage)
 		if err != nil {
 			return nil, err
 		}
@@ -46,6 +51,13 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 		j.Duration = time.Duration(durationMs.Int64) * time.Millisecond
 		j.HeartbeatMax = time.Duration(heartbeatMaxMs.Int64) * time.Millisecond
 		j.FailureReason = jobs.FailureReason(reason.Int64)
+		if j.Metadata, err = jobs.DecodeMetadata(metadata.String); err != nil {
+			return nil, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		if output.Valid {
+			j.Output = json.RawMessage(output.String)
+		}
+		j.Progress, j.ProgressMessage = progress.Float64, progressMessage.String
 		out = append(out, &j)
 	}
 	return out, rows.Err()

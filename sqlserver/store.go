@@ -321,9 +321,13 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams)
 // until that one ends.
 func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams, inTx bool) (jobs.EnqueueResult, error) {
 	items := s.insertTVP([]insertRow{toInsertRow(0, p)})
+	meta, err := s.metadataTVP([]jobs.EnqueueParams{p})
+	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
 	var r jobs.EnqueueResult
 	if p.IdempotencyKey == "" {
-		err := q.QueryRowContext(ctx, s.q.enqueueBatch, named("n", int64(1)), named("items", items)).Scan(&r.ID)
+		err := q.QueryRowContext(ctx, s.q.enqueueBatch, named("n", int64(1)), named("items", items), named("metadata", meta)).Scan(&r.ID)
 		return r, err
 	}
 	stmt := s.q.enqueueKeyed
@@ -332,7 +336,7 @@ func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams,
 	}
 	key := named("key", text(p.IdempotencyKey))
 	for range 3 {
-		err := q.QueryRowContext(ctx, stmt, named("items", items), key, named("lockTimeoutMs", s.lockTimeoutMs())).Scan(&r.ID, &r.Duplicate)
+		err := q.QueryRowContext(ctx, stmt, named("items", items), named("metadata", meta), key, named("lockTimeoutMs", s.lockTimeoutMs())).Scan(&r.ID, &r.Duplicate)
 		if !isDuplicateKey(err) {
 			return r, err
 		}
@@ -366,6 +370,46 @@ func isDuplicateKey(err error) bool {
 
 func (s *Store) insertTVP(rows []insertRow) mssql.TVP {
 	return mssql.TVP{TypeName: s.schema + ".JobInsertList", Value: rows}
+}
+
+// metadataTVP is the MetadataList of ps: a row, by the job's Ord (its
+// index in ps), for each job that has metadata, so a batch without any
+// sends an empty list.
+func (s *Store) metadataTVP(ps []jobs.EnqueueParams) (mssql.TVP, error) {
+	rows := []metadataRow{}
+	for i, p := range ps {
+		m, err := jobs.EncodeMetadata(p.Metadata)
+		if err != nil {
+			return mssql.TVP{}, err
+		}
+		if m != "" {
+			rows = append(rows, metadataRow{Ord: int32(i), Metadata: m})
+		}
+	}
+	return mssql.TVP{TypeName: s.schema + ".MetadataList", Value: rows}, nil
+}
+
+// metadataRow is one row of the MetadataList table type, in column order.
+type metadataRow struct {
+	Ord      int32
+	Metadata string
+}
+
+// outputRow is one row of the OutputList table type, in column order: the
+// output a handler recorded, written with its job's move (ADR 0028).
+type outputRow struct {
+	ID         int64
+	Lease      int64
+	OutputJSON string
+}
+
+// progressRow is one row of the ProgressList table type, in column order:
+// the progress a handler reported, written with its job's heartbeat.
+type progressRow struct {
+	ID       int64
+	Lease    int64
+	Fraction float32
+	Message  *string
 }
 
 // insertRow is one row of the JobInsertList table type, in column order.
@@ -449,13 +493,19 @@ func (s *Store) enqueueMany(ctx context.Context, tx querier, ps []jobs.EnqueuePa
 	for start := 0; start < len(plain); start += s.insertBatch {
 		chunk := plain[start:min(start+s.insertBatch, len(plain))]
 		rows := make([]insertRow, len(chunk))
+		chunkPs := make([]jobs.EnqueueParams, len(chunk))
 		for ord, i := range chunk {
-			rows[ord] = toInsertRow(int32(ord), ps[i])
+			rows[ord], chunkPs[ord] = toInsertRow(int32(ord), ps[i]), ps[i]
+		}
+		meta, err := s.metadataTVP(chunkPs)
+		if err != nil {
+			return nil, err
 		}
 		var first int64
-		err := tx.QueryRowContext(ctx, s.q.enqueueBatch,
+		err = tx.QueryRowContext(ctx, s.q.enqueueBatch,
 			named("n", int64(len(rows))),
 			named("items", s.insertTVP(rows)),
+			named("metadata", meta),
 		).Scan(&first)
 		if err != nil {
 			return nil, err
@@ -589,6 +639,18 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	return st, nil
 }
 
+// progressOf is the progress rows of chunk's refs.
+func progressOf(chunk []jobs.LeaseRef, byRef map[jobs.LeaseRef]progressRow) []progressRow {
+	var out []progressRow
+	for _, r := range chunk {
+		if row, ok := byRef[r]; ok {
+			out = append(out, row)
+			delete(byRef, r) // a ref repeated in refs carries it once
+		}
+	}
+	return out
+}
+
 // leaseRow is one row of the IdLeaseList table type.
 type leaseRow struct {
 	ID    int64
@@ -610,9 +672,30 @@ func (s *Store) leaseTVP(refs []jobs.LeaseRef) mssql.TVP {
 
 // Heartbeat implements jobs.Store: one statement for every ref.
 func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
+	return s.HeartbeatProgress(ctx, refs, nil)
+}
+
+// HeartbeatProgress implements jobs.Reporter: Heartbeat, the progress of
+// some refs in a ProgressList beside them (qHeartbeatProgress); without
+// any, the plain heartbeat goes, with nothing added.
+func (s *Store) HeartbeatProgress(ctx context.Context, refs []jobs.LeaseRef, progress []jobs.ProgressItem) (jobs.HeartbeatResult, error) {
 	var res jobs.HeartbeatResult
+	for _, p := range progress {
+		if err := p.Validate(); err != nil {
+			return res, err
+		}
+	}
 	if len(refs) == 0 {
 		return res, nil
+	}
+	byRef := make(map[jobs.LeaseRef]progressRow, len(progress))
+	for _, p := range progress {
+		row := progressRow{ID: p.Ref.ID, Lease: p.Ref.Lease, Fraction: float32(p.Fraction)}
+		if p.Message != "" {
+			m := p.Message
+			row.Message = &m
+		}
+		byRef[p.Ref] = row
 	}
 	// beaten holds every ref that matched, true for a job whose cancel was
 	// requested.
@@ -621,7 +704,11 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.Heart
 		got := make(map[jobs.LeaseRef]bool, len(chunk))
 		err := s.do(ctx, "heartbeat", idempotent, func(ctx context.Context) error {
 			clear(got)
-			rows, err := s.db.QueryContext(ctx, s.q.heartbeat, named("refs", s.leaseTVP(chunk)))
+			stmt, args := s.q.heartbeat, []any{named("refs", s.leaseTVP(chunk))}
+			if prog := progressOf(chunk, byRef); len(prog) > 0 {
+				stmt, args = s.q.heartbeatProgress, append(args, named("progress", mssql.TVP{TypeName: s.schema + ".ProgressList", Value: prog}))
+			}
+			rows, err := s.db.QueryContext(ctx, stmt, args...)
 			if err != nil {
 				return err
 			}

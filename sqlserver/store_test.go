@@ -323,7 +323,7 @@ func renderedStatements() map[string]string {
 	all := map[string]string{
 		"enqueueKeyed": q.enqueueKeyed, "enqueueKeyedTx": q.enqueueKeyedTx, "jobByKey": q.jobByKey, "enqueueBatch": q.enqueueBatch,
 		"claim": q.claim, "adoptClaim": q.adoptClaim, "dueProbe": q.dueProbe,
-		"start": q.start, "heartbeat": q.heartbeat, "complete": q.complete, "snooze": q.snooze, "deadLetter": q.deadLetter, "cancel": q.cancel,
+		"start": q.start, "heartbeat": q.heartbeat, "heartbeatProgress": q.heartbeatProgress, "complete": q.complete, "snooze": q.snooze, "deadLetter": q.deadLetter, "cancel": q.cancel,
 		"transition": q.transition,
 		"release":    q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
@@ -403,7 +403,7 @@ func TestRenderedStatements(t *testing.T) {
 	}
 	// Every batch transition is guarded per row by ID, lease and status,
 	// and seeks the clustered key for each parameter row.
-	for _, name := range []string{"heartbeat", "release"} {
+	for _, name := range []string{"heartbeat", "heartbeatProgress", "release"} {
 		if !strings.Contains(all[name], "AS h WITH (FORCESEEK") || !strings.Contains(all[name], "ON h.Id = r.Id AND h.RunLease = r.Lease") ||
 			!strings.Contains(all[name], "WHERE h.Status = ") {
 			t.Errorf("%s: must seek each row by Id and RunLease and test its Status", name)
@@ -424,7 +424,7 @@ func TestRenderedStatements(t *testing.T) {
 			t.Errorf("%s: must match Id, RunLease and Status", name)
 		}
 	}
-	for _, name := range []string{"heartbeat", "release"} {
+	for _, name := range []string{"heartbeat", "heartbeatProgress", "release"} {
 		if !strings.Contains(all[name], "h.RunLease = r.Lease") {
 			t.Errorf("%s: must match the lease of every listed job", name)
 		}
@@ -471,9 +471,10 @@ func TestWorkerAndRescueStatementsReadTheServerClock(t *testing.T) {
 	notTimes := []string{"queue", "worker", "limit", "id", "lease", "refs", "error", "reason", "details", "defaultMs", "delayMs", "timeoutMs",
 		"heartbeatMaxMs",
 		"claimId", "lockTimeoutMs", "starts", "completes", "retries", "deadLetters", "ids", "noteText",
+		"outputs", "progress",
 		"Resource", "LockMode", "LockOwner", "LockTimeout"} // the last four name sp_getapplock's parameters
 	all := renderedStatements()
-	for _, name := range []string{"claim", "start", "heartbeat", "complete", "snooze", "deadLetter", "transition", "cancel", "release",
+	for _, name := range []string{"claim", "start", "heartbeat", "heartbeatProgress", "complete", "snooze", "deadLetter", "transition", "cancel", "release",
 		"rescueFetched", "rescueZombies", "rescueExpired"} {
 		stmt := all[name]
 		params := statementParams(stmt)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/internal/periodic"
@@ -32,6 +33,9 @@ type Config struct {
 	// Leader, when set, lets only the elected process sweep.
 	Leader Leader
 	Logger *zap.Logger
+	// TracerProvider, when set, gives each round a span of its own
+	// (OpenTelemetry); nil for none. The library pulls no exporter.
+	TracerProvider trace.TracerProvider
 	// OnRescue, when set, sees every rescued job (for metrics and events).
 	OnRescue func(phase Phase, r jobs.Rescued)
 	// OnSweep, when set, sees every finished sweep, failed or skipped ones
@@ -176,7 +180,7 @@ func New(store jobs.Rescuer, cfg Config) (*Rescuer, error) {
 // until a short batch. It returns what moved, also when a phase fails.
 func (r *Rescuer) Sweep(ctx context.Context) (Result, error) {
 	return periodic.Round[Result]{Name: "zombie", Noun: "sweep", Leader: r.cfg.Leader, Skipped: Result{Skipped: true},
-		Done: r.swept}.Run(ctx, r.sweep)
+		Done: r.swept, Tracer: periodic.Tracer(r.cfg.TracerProvider)}.Run(ctx, r.sweep)
 }
 
 // swept counts a finished sweep and hands it to OnSweep.

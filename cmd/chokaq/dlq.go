@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -173,6 +174,7 @@ func writeJob(w *tabwriter.Writer, j *jobs.Job) {
 	row("idempotency key", orDefault(j.IdempotencyKey, "-"))
 	row("tags", orDefault(strings.Join(j.Tags, ","), "-"))
 	row("created by", orDefault(j.CreatedBy, "-"))
+	row("metadata", orDefault(metadataLine(j.Metadata), "-"))
 	row("created", when(j.CreatedAt))
 	row("scheduled", when(j.ScheduledAt))
 	row("started", when(j.StartedAt))
@@ -182,14 +184,30 @@ func writeJob(w *tabwriter.Writer, j *jobs.Job) {
 	if j.Table == jobs.TableDLQ {
 		row("reason", fmt.Sprintf("%s (%d)", j.FailureReason, int(j.FailureReason)))
 	}
+	if j.Table == jobs.TableHot && j.Status == jobs.StatusProcessing && (j.Progress > 0 || j.ProgressMessage != "") {
+		// As of the last heartbeat, every 8-12 s by default.
+		row("progress", fmt.Sprintf("%.0f%% %s (as of the heartbeat at %s)", 100*j.Progress, j.ProgressMessage, when(j.HeartbeatAt)))
+	}
 	if j.LastError != "" {
 		row("last error", jobs.Headline(j.LastError, 500))
 	}
 	row("payload", string(j.Payload))
+	if j.Output != nil {
+		row("output", string(j.Output))
+	}
 	w.Flush()
 	if j.ErrorDetails != "" {
 		fmt.Fprintf(w, "error details:\n%s\n", j.ErrorDetails)
 	}
+}
+
+// metadataLine is a job's metadata as key=value pairs in key order.
+func metadataLine(m map[string]string) string {
+	pairs := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		pairs = append(pairs, k+"="+m[k])
+	}
+	return strings.Join(pairs, " ")
 }
 
 // dlqBulkCommand builds resurrect and purge: by IDs or by filter, with a

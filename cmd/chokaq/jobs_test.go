@@ -100,3 +100,44 @@ func equalIDs(a, b []int64) bool {
 	}
 	return true
 }
+
+// jobs show prints a job's metadata, key by key in key order.
+func TestJobsShowPrintsMetadata(t *testing.T) {
+	s := memstore.New()
+	r, err := s.Enqueue(t.Context(), jobs.EnqueueParams{Type: "t", Metadata: map[string]string{"tenant": "acme", "request_id": "r-42"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := runIn(t, s, "", "jobs", "show", itoa(r.ID))
+	wantExit(t, show, exitOK)
+	if !strings.Contains(show.stdout, "request_id=r-42 tenant=acme") {
+		t.Errorf("jobs show lacks the metadata:\n%s", show.stdout)
+	}
+}
+
+// jobs show prints a running job's progress and a finished job's output.
+func TestJobsShowPrintsProgressAndOutput(t *testing.T) {
+	ctx := t.Context()
+	s := memstore.New()
+	r, err := s.Enqueue(ctx, jobs.EnqueueParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{jobs.DefaultQueue}, Limit: 1})
+	ref := got[0].Ref()
+	if _, err := s.Start(ctx, ref, jobs.StartParams{DefaultTimeout: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.HeartbeatProgress(ctx, []jobs.LeaseRef{ref}, []jobs.ProgressItem{{Ref: ref, Fraction: 0.75, Message: "almost"}}); err != nil {
+		t.Fatal(err)
+	}
+	if show := runIn(t, s, "", "jobs", "show", itoa(r.ID)); !strings.Contains(show.stdout, "75% almost (as of the heartbeat at") {
+		t.Errorf("jobs show lacks the progress:\n%s", show.stdout)
+	}
+	if _, err := s.Transition(ctx, jobs.Transitions{Completes: []jobs.LeaseRef{ref}, Outputs: []jobs.OutputItem{{Ref: ref, Output: []byte(`{"rows":3}`)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if show := runIn(t, s, "", "jobs", "show", itoa(r.ID)); !strings.Contains(show.stdout, `{"rows":3}`) {
+		t.Errorf("jobs show lacks the output:\n%s", show.stdout)
+	}
+}

@@ -28,6 +28,7 @@
  *   #define BROKEN_COUNT_OUTSIDE_LOCK    I6  the claim counts active jobs before it locks the queue
  *   #define BROKEN_CHAIN_UNBEATEN        I3  a chained start's job is beaten only once its start is confirmed
  *   #define BROKEN_WAIT_FOR_WAKEUP       L1  after a probe that missed, the fetch loop waits for a wake-up, not the next poll
+ *   #define BROKEN_OUTPUT_UNFENCED       I1  complete's output list is joined on Id alone: a refused move writes its output
  */
 
 #ifdef NARRATE
@@ -85,6 +86,7 @@
 /* ---- the store: one row per job, and the table that holds it ---- */
 bit  inHot[NJ] = 1;     /* both jobs enqueued: Pending and due */
 bit  inArch[NJ], inDlq[NJ];
+bit  out[NJ];           /* OutputJson: the output its handler recorded, written by its complete only (ADR 0028) */
 byte st[NJ];            /* Status, while hot */
 byte att[NJ];           /* AttemptCount */
 byte snz[NJ];           /* SnoozeCount */
@@ -180,7 +182,7 @@ bit  limbo[NJ];         /* deleted from JobsHot, not yet inserted into JobsArchi
 
 /* temporaries of d_steps: not part of the state */
 hidden byte t_j, t_n, t_k, t_s;
-hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_cid, s_live;
+hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_cid, s_out, s_live;
 
 #define PW(k)         ((k) < 2 -> 0 : 1)
 #define ALIVE(w)      (!dead[w] && !frozen[w])
@@ -237,11 +239,11 @@ hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_ci
 /* ---- fences: a statement under a lease that is not current changes nothing (I1) ---- */
 inline snap(j) {
   s_h = inHot[j]; s_a = inArch[j]; s_d = inDlq[j]; s_st = st[j]; s_att = att[j]; s_snz = snz[j];
-  s_due = due[j]; s_cr = cr[j]; s_u = ageU[j]; s_hb = ageH[j]; s_s = ageS[j]; s_cid = cid[j]
+  s_due = due[j]; s_cr = cr[j]; s_u = ageU[j]; s_hb = ageH[j]; s_s = ageS[j]; s_cid = cid[j]; s_out = out[j]
 }
 #define CHANGED(j) (s_h != inHot[j] || s_a != inArch[j] || s_d != inDlq[j] || s_st != st[j] || \
   s_att != att[j] || s_snz != snz[j] || s_due != due[j] || s_cr != cr[j] || s_u != ageU[j] || \
-  s_hb != ageH[j] || s_s != ageS[j] || s_cid != cid[j])
+  s_hb != ageH[j] || s_s != ageS[j] || s_cid != cid[j] || s_out != out[j])
 inline fenceBegin(j, c) { s_live = LIVE(j, c); snap(j) }
 inline fenceEnd(j) {
   if
@@ -376,8 +378,12 @@ inline completeStmt(k) {
 #else
   :: RUNNING(t_j, gcur[k]) ->
 #endif
-     toArchive(t_j); gres[k] = RES_OK; SAY("Complete(job %d): Processing -> JobsArchive\n", t_j)
-  :: else -> gres[k] = RES_LOST; SAY("Complete(job %d): lease lost, nothing changed\n", t_j)
+     toArchive(t_j); out[t_j] = 1; gres[k] = RES_OK; SAY("Complete(job %d): Processing -> JobsArchive, with its output\n", t_j)
+  :: else ->
+#ifdef BROKEN_OUTPUT_UNFENCED
+     out[t_j] = 1;
+#endif
+     gres[k] = RES_LOST; SAY("Complete(job %d): lease lost, nothing changed\n", t_j)
   fi;
   fenceEnd(t_j)
 }

@@ -168,6 +168,7 @@ safety_lane() {
   broken BROKEN_SPLIT_MOVE I2 1
   broken BROKEN_PHASE1_BUMPS_ATTEMPT I3 1
   broken BROKEN_CHAIN_UNBEATEN I3 6
+  broken BROKEN_OUTPUT_UNFENCED I1 1
 }
 
 # broken_live VARIANT PROPERTY SCENARIO: as broken, for a liveness

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -31,11 +33,25 @@ type Round[R any] struct {
 	// a panic of the work as its error. A panic in Done goes on up, to the
 	// loop's Step.
 	Done func(R, error)
+	// Tracer, when set, gives the round a span of its own, named
+	// "chokaq.<Name> <Noun>", its error recorded; nil for none.
+	Tracer trace.Tracer
 }
 
 // Run runs one round: it tries to lead, and if it leads, work fills the
 // result. It returns what work filled in, also when work fails or panics.
 func (rd Round[R]) Run(ctx context.Context, work func(ctx context.Context, res *R) error) (res R, err error) {
+	if rd.Tracer != nil {
+		var span trace.Span
+		ctx, span = rd.Tracer.Start(ctx, "chokaq."+rd.Name+" "+rd.Noun, trace.WithSpanKind(trace.SpanKindInternal))
+		defer func() {
+			if err != nil {
+				span.RecordError(err)
+				span.SetStatus(codes.Error, err.Error())
+			}
+			span.End()
+		}()
+	}
 	defer func() {
 		// A panic in a store call or a hook is this round's failure:
 		// report it as one, so readiness and feeds do not see a healthy
@@ -137,4 +153,15 @@ func WithDefaults[C any](c, d C) C {
 		}
 	}
 	return c
+}
+
+// TracerName is the instrumentation scope of chokaq-go's spans.
+const TracerName = "github.com/chokaq/chokaq-go"
+
+// Tracer is tp's tracer for chokaq-go, nil when tp is nil (no spans).
+func Tracer(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer(TracerName)
 }

@@ -8,6 +8,7 @@ package faultstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -383,4 +384,21 @@ func (s *Store) Probe(ctx context.Context, queues []string) (bool, error) {
 		return p.Probe(ctx, queues)
 	}
 	return true, nil
+}
+
+// HeartbeatProgress fails with ErrCut while the wrapper is cut, else asks
+// the wrapped store (jobs.Reporter). Over a store that keeps no progress
+// a beat that carries some is refused, so that progress is never dropped
+// in silence.
+func (s *Store) HeartbeatProgress(ctx context.Context, refs []jobs.LeaseRef, progress []jobs.ProgressItem) (jobs.HeartbeatResult, error) {
+	if err := s.check(); err != nil {
+		return jobs.HeartbeatResult{}, err
+	}
+	if r, ok := s.inner.(jobs.Reporter); ok {
+		return r.HeartbeatProgress(ctx, refs, progress)
+	}
+	if len(progress) > 0 {
+		return jobs.HeartbeatResult{}, fmt.Errorf("faultstore: %T keeps no progress (jobs.Reporter)", s.inner)
+	}
+	return s.inner.Heartbeat(ctx, refs)
 }

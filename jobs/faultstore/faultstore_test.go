@@ -26,7 +26,7 @@ func TestCutFailsEveryCallOfEveryRoleUntilRestored(t *testing.T) {
 	for _, role := range []reflect.Type{
 		reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.Enqueuer](), reflect.TypeFor[jobs.Worker](),
 		reflect.TypeFor[jobs.Rescuer](), reflect.TypeFor[jobs.Scheduler](), reflect.TypeFor[jobs.Admin](),
-		reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.Transitioner](), reflect.TypeFor[jobs.Prober](),
+		reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.Transitioner](), reflect.TypeFor[jobs.Prober](), reflect.TypeFor[jobs.Reporter](),
 	} {
 		if !wrapper.Implements(role) {
 			t.Errorf("the wrapper is not a %v", role)
@@ -57,7 +57,7 @@ func TestCutFailsEveryCallOfEveryRoleUntilRestored(t *testing.T) {
 		cut[m.Name] = true
 	}
 	// Each role's every method is among those cut.
-	for _, role := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.Prober]()} {
+	for _, role := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.Prober](), reflect.TypeFor[jobs.Reporter]()} {
 		for i := range role.NumMethod() {
 			if name := role.Method(i).Name; !cut[name] {
 				t.Errorf("%v.%s is not cut", role, name)

@@ -2,11 +2,12 @@ package latencystore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/chokaq/chokaq-go/jobs"
 )
 
-var _ jobs.BatchWorker = (*Store)(nil)
+var _ jobs.Reporter = (*Store)(nil)
 
 // StartMany implements jobs.BatchWorker at the cost of one call over its
 // refs.
@@ -48,3 +49,14 @@ func (s *Store) batch() jobs.BatchWorker { return jobs.Batches(s.Store) }
 func (s *Store) Single() jobs.Store { return single{s} }
 
 type single struct{ jobs.Store }
+
+// HeartbeatProgress implements jobs.Reporter at the cost of one call over
+// its refs, as Heartbeat: the progress rides on the beat. The wrapped store
+// must be a jobs.Reporter.
+func (s *Store) HeartbeatProgress(ctx context.Context, refs []jobs.LeaseRef, progress []jobs.ProgressItem) (jobs.HeartbeatResult, error) {
+	r, ok := s.Store.(jobs.Reporter)
+	if !ok {
+		return jobs.HeartbeatResult{}, fmt.Errorf("latencystore: the wrapped %T keeps no progress (it is not a jobs.Reporter)", s.Store)
+	}
+	return call(s, ctx, OpHeartbeat, len(refs), func() (jobs.HeartbeatResult, error) { return r.HeartbeatProgress(ctx, refs, progress) })
+}

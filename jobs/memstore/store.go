@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"container/heap"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -191,6 +192,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 		Tags:           slices.Clone(p.Tags),
 		IdempotencyKey: p.IdempotencyKey,
 		CreatedBy:      p.CreatedBy,
+		Metadata:       maps.Clone(p.Metadata),
 		MaxAttempts:    p.MaxAttempts,
 		Table:          jobs.TableHot,
 		Status:         jobs.StatusPending,
@@ -258,7 +260,7 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			}
 			block = append(block, *j)
 			c := &block[len(block)-1]
-			c.Payload, c.Tags = bytes.Clone(j.Payload), slices.Clone(j.Tags)
+			c.Payload, c.Tags, c.Metadata = bytes.Clone(j.Payload), slices.Clone(j.Tags), maps.Clone(j.Metadata)
 			out = append(out, c)
 		}
 	}
@@ -315,9 +317,20 @@ func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (job
 
 // Heartbeat implements jobs.Store.
 func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.HeartbeatResult, error) {
+	return s.HeartbeatProgress(ctx, refs, nil)
+}
+
+// HeartbeatProgress implements jobs.Reporter: Heartbeat, each item of
+// progress written to its job under the same fence.
+func (s *Store) HeartbeatProgress(ctx context.Context, refs []jobs.LeaseRef, progress []jobs.ProgressItem) (jobs.HeartbeatResult, error) {
 	var r jobs.HeartbeatResult
 	if err := ctx.Err(); err != nil {
 		return r, err
+	}
+	for _, p := range progress {
+		if err := p.Validate(); err != nil {
+			return r, err
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -328,6 +341,13 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.Heart
 			// The clock went back: the index's instant for this job is no
 			// longer a lower bound of its last sign of life.
 			s.queue(j.Queue).beats.push(flightEntry{job: j, lease: j.Lease, at: nanos(now)}, s.isProcessing)
+		}
+		if j != nil {
+			for _, p := range progress {
+				if p.Ref == ref {
+					j.Progress, j.ProgressMessage = p.Fraction, p.Message
+				}
+			}
 		}
 		switch {
 		case j == nil:
@@ -349,16 +369,17 @@ func (s *Store) Complete(ctx context.Context, ref jobs.LeaseRef) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.complete(ref, s.now())
+	return s.complete(ref, s.now(), nil)
 }
 
-// complete is Complete under s.mu.
-func (s *Store) complete(ref jobs.LeaseRef, now time.Time) error {
+// complete is Complete under s.mu, output the handler's (nil for none).
+func (s *Store) complete(ref jobs.LeaseRef, now time.Time, output json.RawMessage) error {
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
 		return fmt.Errorf("memstore: complete job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	s.removeHot(j)
+	j.Output = bytes.Clone(output)
 	j.Table = jobs.TableArchive
 	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
 	j.FinishedAt = now
@@ -488,16 +509,17 @@ func (s *Store) DeadLetter(ctx context.Context, ref jobs.LeaseRef, p jobs.DeadLe
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.deadLetter(ref, p, s.now())
+	return s.deadLetter(ref, p, s.now(), nil)
 }
 
-// deadLetter is DeadLetter under s.mu.
-func (s *Store) deadLetter(ref jobs.LeaseRef, p jobs.DeadLetterParams, now time.Time) error {
+// deadLetter is DeadLetter under s.mu, output the handler's (nil for none).
+func (s *Store) deadLetter(ref jobs.LeaseRef, p jobs.DeadLetterParams, now time.Time, output json.RawMessage) error {
 	j := s.owned(ref, jobs.StatusProcessing)
 	if j == nil {
 		return fmt.Errorf("memstore: dead-letter job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
 	s.toDLQ(j, p.Reason, p.Details, now)
+	j.Output = bytes.Clone(output)
 	return nil
 }
 
@@ -527,6 +549,7 @@ func toPending(j *jobs.Job, now time.Time) {
 	j.Status = jobs.StatusPending
 	j.WorkerID = ""
 	j.StartedAt, j.HeartbeatAt, j.DeadlineAt, j.HeartbeatMax = time.Time{}, time.Time{}, time.Time{}, 0
+	j.Progress, j.ProgressMessage = 0, ""
 	j.LastUpdatedAt = now
 }
 
@@ -534,6 +557,7 @@ func toPending(j *jobs.Job, now time.Time) {
 // queue's heaps goes stale and is skipped when popped.
 func (s *Store) removeHot(j *jobs.Job) {
 	j.HeartbeatMax = 0 // hot jobs only, as on SQL Server
+	j.Progress, j.ProgressMessage = 0, ""
 	delete(s.hot, j.ID)
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
 		delete(s.idem, j.IdempotencyKey)
@@ -721,6 +745,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 		j.ScheduledAt = now
 		j.LastError = j.ErrorDetails
 		j.ErrorDetails, j.FailureReason, j.FinishedAt = "", 0, time.Time{}
+		j.Output = nil // archive and DLQ only, as on SQL Server
 		if p.Payload != nil {
 			j.Payload = bytes.Clone(p.Payload)
 		}

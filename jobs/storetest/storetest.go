@@ -50,6 +50,7 @@ var transitionGroups = []group{
 	{"Operator", append(operatorCases, statsCapCase)},
 	{"Depth", depthCases},
 	{"QueueNames", queueNameCases},
+	{"Context", contextCases},
 }
 
 // Run runs every case of the contract as a subtest, each on a fresh store:
