@@ -66,14 +66,14 @@ type Metrics struct {
 	schedules *labelCap
 	depthCap  int
 
-	enqueued, duplicates, fetched, started, succeeded, failed, retried  metric.Int64Counter
-	deadLettered, leaseLost, heartbeatFailures              metric.Int64Counter
-	cancelled, snoozed                                      metric.Int64Counter
-	rescueRecovered, rescueArchived, rescueDeadline, sweeps metric.Int64Counter
-	retentionDeleted, scheduleFired                         metric.Int64Counter
-	duration, queueLag, detectionLatency                    metric.Float64Histogram
-	bufferedGauge, runningGauge, depthGauge                 metric.Int64ObservableGauge
-	registration                                            metric.Registration
+	enqueued, duplicates, fetched, started, succeeded, failed, retried metric.Int64Counter
+	deadLettered, leaseLost, heartbeatFailures                         metric.Int64Counter
+	cancelled, snoozed                                                 metric.Int64Counter
+	rescueRecovered, rescueArchived, rescueDeadline, sweeps            metric.Int64Counter
+	retentionDeleted, scheduleFired                                    metric.Int64Counter
+	duration, queueLag, detectionLatency                               metric.Float64Histogram
+	bufferedGauge, runningGauge, depthGauge                            metric.Int64ObservableGauge
+	registration                                                       metric.Registration
 
 	// running remembers the labels of every started job until it finishes,
 	// so a heartbeat failure (reported by lease only) gets its queue and
