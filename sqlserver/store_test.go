@@ -630,12 +630,7 @@ func TestResurrectIsAllOrNothing(t *testing.T) {
 // written, a unique job is refused with jobs.ErrUniqueUnsupported on every
 // enqueue path, and no statement reaches the server.
 func TestUniqueRefusedUntilEnforced(t *testing.T) {
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	p := jobs.EnqueueParams{Type: "t", Unique: &jobs.UniqueOpts{}}
 	ctx := t.Context()
 	_, err1 := s.Enqueue(ctx, p)
