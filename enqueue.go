@@ -122,11 +122,15 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	if opts != nil {
 		o = opts.over(o)
 	}
-	return jobs.EnqueueParams{
+	kp, err := policyOf(args, "")
+	if err != nil {
+		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", err)
+	}
+	return withKind(jobs.EnqueueParams{
 		Type: kind, Payload: payload,
 		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
 		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy,
-	}, nil
+	}, kp), nil
 }
 
 // over is o over base: each option o sets wins. It and params list the
@@ -203,10 +207,14 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.
 	return c.EnqueueRawMany(ctx, ps)
 }
 
-// prepared is p with the Client's DefaultMaxAttempts filled in, checked
+// prepared is p with its kind's policy (the registry's, Config.Kinds
+// over the code's) and the Client's DefaultMaxAttempts filled in, checked
 // against Config.Limits: the Client's limits hold on every path and for
 // every store, Config.Store's too, which then applies its own as well.
 func (c *Client) prepared(p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
+	if kp, ok := c.reg.Policy(p.Type); ok {
+		p = withKind(p, kp)
+	}
 	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
 		p.MaxAttempts = c.cfg.DefaultMaxAttempts
 	}
