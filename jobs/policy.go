@@ -57,6 +57,8 @@ func RecoveredError(lastHeartbeat time.Time, timeout time.Duration, workerID str
 // RecoversZombie reports whether rescue phase 2 returns a silent job to
 // Pending rather than dead-lettering it: its kind's zombie policy, recorded
 // at start (Job.ZombieRetryCap), allows more zombie retries than it has had
-// (Job.ZombieRetries). Every store decides with this rule; the default cap
-// of 0 dead-letters, as I4 requires of work with uncertain side effects.
+// (Job.ZombieRetries). Every store decides with this rule, and
+// dead-letters a job whose cancel was requested whatever its policy; the
+// default cap of 0 dead-letters, as I4 requires of work with uncertain
+// side effects.
 func RecoversZombie(cap, retries int) bool { return cap > 0 && retries < cap }

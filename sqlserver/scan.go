@@ -23,12 +23,14 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			cancelAt                                        sql.NullTime
 			cancelNote                                      sql.NullString
 			heartbeatMaxMs                                  sql.NullInt64
+			timeoutFrom, zombieCap, zombieRetries           sql.NullInt64
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
 			&started, &heartbeat, &deadline, &lastErr,
 			&done, &durationMs, &reason, &details,
-			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs)
+			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs,
+			&timeoutFrom, &zombieCap, &zombieRetries)
 		if err != nil {
 			return nil, err
 		}
@@ -46,6 +48,8 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 		j.Duration = time.Duration(durationMs.Int64) * time.Millisecond
 		j.HeartbeatMax = time.Duration(heartbeatMaxMs.Int64) * time.Millisecond
 		j.FailureReason = jobs.FailureReason(reason.Int64)
+		j.TimeoutFrom = jobs.PolicySource(timeoutFrom.Int64)
+		j.ZombieRetryCap, j.ZombieRetries = int(zombieCap.Int64), int(zombieRetries.Int64)
 		out = append(out, &j)
 	}
 	return out, rows.Err()

@@ -582,13 +582,14 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 }
 
 // settleZombie is phase 2's one decision for a silent Processing job: back
-// to Pending under its kind's zombie policy (jobs.RecoversZombie), its
-// attempt spent and the recovery its last error, or to the DLQ as Zombie.
+// to Pending under its kind's zombie policy (jobs.RecoversZombie) unless
+// an operator asked to cancel it, its attempt spent and the recovery its
+// last error, or to the DLQ as Zombie.
 // The old lease dies either way: the job is no longer Processing, and its
 // next claim hands out lease+1.
 func (s *Store) settleZombie(j *jobs.Job, seen time.Time, timeout time.Duration, now time.Time) jobs.Rescued {
 	r := jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: seen, Reason: jobs.ReasonZombie, At: now}
-	if !jobs.RecoversZombie(j.ZombieRetryCap, j.ZombieRetries) {
+	if !jobs.RecoversZombie(j.ZombieRetryCap, j.ZombieRetries) || !j.CancelRequestedAt.IsZero() {
 		s.toDLQ(j, jobs.ReasonZombie, jobs.ZombieDetails(seen, timeout, j.WorkerID), now)
 		return r
 	}
