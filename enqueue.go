@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/processor"
 )
 
 // Args are a job's arguments: a value that encodes to JSON, whose Kind names
@@ -102,8 +103,10 @@ func (o *EnqueueOpts) setOpts() []string {
 }
 
 // params encodes args into the store's form of a new job, with each
-// option opts sets, else the Args' own (ArgsWithOpts). opts may be nil.
-func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
+// option opts sets, else the Args' own (ArgsWithOpts), else the kind's
+// policy: reg's (Config.Kinds over the code's) over the Args' own
+// (ArgsWithPolicy). opts and reg may be nil.
+func params(args Args, opts *EnqueueOpts, reg *processor.Registry) (jobs.EnqueueParams, error) {
 	if args == nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", &jobs.ValidationError{Field: "args", Value: nil, Rule: "must not be nil"})
 	}
@@ -125,6 +128,11 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	kp, err := policyOf(args, "")
 	if err != nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", err)
+	}
+	if reg != nil {
+		if rp, ok := reg.Policy(kind); ok {
+			kp = rp.Over(kp)
+		}
 	}
 	return withKind(jobs.EnqueueParams{
 		Type: kind, Payload: payload,
@@ -169,7 +177,7 @@ func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
 // Enqueue adds a job of args' kind, its payload args encoded as JSON, and
 // wakes this process's processor. opts may be nil.
 func (c *Client) Enqueue(ctx context.Context, args Args, opts *EnqueueOpts) (jobs.EnqueueResult, error) {
-	p, err := params(args, opts)
+	p, err := params(args, opts, c.reg)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -180,7 +188,7 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts *EnqueueOpts) (job
 // only if tx commits. The store must offer jobs.TxEnqueuer, as the SQL
 // Server store does (ErrTxUnsupported otherwise).
 func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, args Args, opts *EnqueueOpts) (jobs.EnqueueResult, error) {
-	p, err := params(args, opts)
+	p, err := params(args, opts, c.reg)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -198,7 +206,7 @@ type EnqueueItem struct {
 func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.EnqueueResult, error) {
 	ps := make([]jobs.EnqueueParams, len(items))
 	for i, it := range items {
-		p, err := params(it.Args, it.Opts)
+		p, err := params(it.Args, it.Opts, c.reg)
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}

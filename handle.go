@@ -89,7 +89,10 @@ func Handle[T Args](reg *Registry, fn func(ctx context.Context, job *Job, args T
 	if kp.IsZero() {
 		return nil
 	}
-	return reg.SetPolicy(kind, kp)
+	// An operator's Kinds.<kind>.* already applied (New ran first) stays
+	// over the code's.
+	have, _ := reg.Policy(kind)
+	return reg.SetPolicy(kind, have.Over(kp))
 }
 
 // kindOf is args.Kind(), with a panic in it returned as an error naming

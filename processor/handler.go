@@ -67,7 +67,9 @@ type Registry struct {
 var ErrDuplicateHandler = errors.New("processor: a handler is already registered for this job type")
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{handlers: map[string]HandlerFunc{}, policies: map[string]KindPolicy{}} }
+func NewRegistry() *Registry {
+	return &Registry{handlers: map[string]HandlerFunc{}, policies: map[string]KindPolicy{}}
+}
 
 // Handle registers the raw-bytes handler of a job type.
 func (r *Registry) Handle(jobType string, h HandlerFunc) error {

@@ -100,6 +100,7 @@ func (p KindPolicy) Validate(kind string) error {
 	}
 	if p.Backoff != nil {
 		c := DefaultConfig()
+		c.WorkerID = "kind-policy-check" // only Retry is checked here
 		c.Retry = p.Backoff.or(c.Retry)
 		if err := c.validate(); err != nil {
 			return fmt.Errorf("processor: kind %q: backoff: %w", kind, err)

@@ -88,8 +88,8 @@ func (p *Processor) prepare(f *fetched) *run {
 			ZombieRetries: j.ZombieRetries, LastError: j.LastError,
 		},
 		start: p.startParams(j.Type),
-		ctx:  withDeadline{Context: jobCtx},
-		beat: beat{ref: j.Ref(), cancel: cancel, log: jobLogger{base: p.log, job: j}, pending: true},
+		ctx:   withDeadline{Context: jobCtx},
+		beat:  beat{ref: j.Ref(), cancel: cancel, log: jobLogger{base: p.log, job: j}, pending: true},
 	}
 	p.hb.add(&rn.beat)
 	return rn
