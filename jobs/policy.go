@@ -62,3 +62,26 @@ func RecoveredError(lastHeartbeat time.Time, timeout time.Duration, workerID str
 // default cap of 0 dead-letters, as I4 requires of work with uncertain
 // side effects.
 func RecoversZombie(cap, retries int) bool { return cap > 0 && retries < cap }
+
+// TimeoutText is the execution timeout of the job's last start and its
+// source, as `chokaq jobs show` and the dashboard's job page show it:
+// "42s (kind)", or "-" for a job never started (or not hot).
+func (j *Job) TimeoutText() string {
+	if j.StartedAt.IsZero() || j.DeadlineAt.IsZero() {
+		return "-"
+	}
+	return j.DeadlineAt.Sub(j.StartedAt).String() + " (" + j.TimeoutFrom.String() + ")"
+}
+
+// ZombieText is the zombie policy recorded at the job's last start, as
+// the command and the dashboard show it: "dead-letter" (the default, I4)
+// or "retry 1 of 2 used" for a kind that opted into zombie retries.
+func (j *Job) ZombieText() string {
+	if j.ZombieRetryCap == 0 {
+		if j.ZombieRetries > 0 { // recovered, then started by a build with no policy
+			return fmt.Sprintf("dead-letter (%d zombie retries used)", j.ZombieRetries)
+		}
+		return "dead-letter"
+	}
+	return fmt.Sprintf("retry %d of %d used", j.ZombieRetries, j.ZombieRetryCap)
+}
