@@ -17,16 +17,19 @@ import (
 // ErrCut is returned by every call while the wrapper is cut.
 var ErrCut = errors.New("faultstore: connection to the store lost")
 
-// Store is a jobs.Store that can be cut off and restored.
+// Store is a jobs.Store that can be cut off and restored. It holds the
+// wrapped store unexported, not embedded, so that a method added to a
+// store interface does not pass through uncut: the wrapper stops
+// compiling until it cuts that method too.
 type Store struct {
-	jobs.Store
-	cut atomic.Bool
+	inner jobs.Store
+	cut   atomic.Bool
 }
 
 var _ jobs.Store = (*Store)(nil)
 
 // New wraps s.
-func New(s jobs.Store) *Store { return &Store{Store: s} }
+func New(s jobs.Store) *Store { return &Store{inner: s} }
 
 // Cut makes every following call fail until Restore.
 func (s *Store) Cut() { s.cut.Store(true) }
@@ -50,7 +53,7 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.Enqueue
 	if err := s.check(); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	return s.Store.Enqueue(ctx, p)
+	return s.inner.Enqueue(ctx, p)
 }
 
 // EnqueueMany fails with ErrCut while the wrapper is cut, else calls the
@@ -59,7 +62,7 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.EnqueueMany(ctx, ps)
+	return s.inner.EnqueueMany(ctx, ps)
 }
 
 // Claim fails with ErrCut while the wrapper is cut, else calls the
@@ -68,7 +71,7 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.Claim(ctx, p)
+	return s.inner.Claim(ctx, p)
 }
 
 // Start fails with ErrCut while the wrapper is cut, else calls the
@@ -77,7 +80,7 @@ func (s *Store) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) 
 	if err := s.check(); err != nil {
 		return jobs.Started{}, err
 	}
-	return s.Store.Start(ctx, r, p)
+	return s.inner.Start(ctx, r, p)
 }
 
 // Heartbeat fails with ErrCut while the wrapper is cut, else calls the
@@ -86,7 +89,7 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.Heart
 	if err := s.check(); err != nil {
 		return jobs.HeartbeatResult{}, err
 	}
-	return s.Store.Heartbeat(ctx, refs)
+	return s.inner.Heartbeat(ctx, refs)
 }
 
 // Complete fails with ErrCut while the wrapper is cut, else calls the
@@ -95,7 +98,7 @@ func (s *Store) Complete(ctx context.Context, r jobs.LeaseRef) error {
 	if err := s.check(); err != nil {
 		return err
 	}
-	return s.Store.Complete(ctx, r)
+	return s.inner.Complete(ctx, r)
 }
 
 // Retry fails with ErrCut while the wrapper is cut, else calls the
@@ -104,7 +107,7 @@ func (s *Store) Retry(ctx context.Context, r jobs.LeaseRef, p jobs.RetryParams) 
 	if err := s.check(); err != nil {
 		return err
 	}
-	return s.Store.Retry(ctx, r, p)
+	return s.inner.Retry(ctx, r, p)
 }
 
 // DeadLetter fails with ErrCut while the wrapper is cut, else calls the
@@ -113,7 +116,7 @@ func (s *Store) DeadLetter(ctx context.Context, r jobs.LeaseRef, p jobs.DeadLett
 	if err := s.check(); err != nil {
 		return err
 	}
-	return s.Store.DeadLetter(ctx, r, p)
+	return s.inner.DeadLetter(ctx, r, p)
 }
 
 // Release fails with ErrCut while the wrapper is cut, else calls the
@@ -122,7 +125,7 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	return s.Store.Release(ctx, refs)
+	return s.inner.Release(ctx, refs)
 }
 
 // RescueFetched fails with ErrCut while the wrapper is cut, else calls the
@@ -131,7 +134,7 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.RescueFetched(ctx, p)
+	return s.inner.RescueFetched(ctx, p)
 }
 
 // RescueZombies fails with ErrCut while the wrapper is cut, else calls the
@@ -140,7 +143,7 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.RescueZombies(ctx, p)
+	return s.inner.RescueZombies(ctx, p)
 }
 
 // RescueExpired fails with ErrCut while the wrapper is cut, else calls the
@@ -149,7 +152,7 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.RescueExpired(ctx, p)
+	return s.inner.RescueExpired(ctx, p)
 }
 
 // Resurrect fails with ErrCut while the wrapper is cut, else calls the
@@ -158,7 +161,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	return s.Store.Resurrect(ctx, p)
+	return s.inner.Resurrect(ctx, p)
 }
 
 // Purge fails with ErrCut while the wrapper is cut, else calls the
@@ -167,7 +170,7 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	return s.Store.Purge(ctx, p)
+	return s.inner.Purge(ctx, p)
 }
 
 // GetJob fails with ErrCut while the wrapper is cut, else calls the
@@ -176,7 +179,7 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.GetJob(ctx, id)
+	return s.inner.GetJob(ctx, id)
 }
 
 // ListJobs fails with ErrCut while the wrapper is cut, else calls the
@@ -185,7 +188,7 @@ func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, 
 	if err := s.check(); err != nil {
 		return jobs.JobPage{}, err
 	}
-	return s.Store.ListJobs(ctx, p)
+	return s.inner.ListJobs(ctx, p)
 }
 
 // CountJobs fails with ErrCut while the wrapper is cut, else calls the
@@ -194,7 +197,7 @@ func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int
 	if err := s.check(); err != nil {
 		return 0, err
 	}
-	return s.Store.CountJobs(ctx, t, f)
+	return s.inner.CountJobs(ctx, t, f)
 }
 
 // Queues fails with ErrCut while the wrapper is cut, else calls the
@@ -203,7 +206,7 @@ func (s *Store) Queues(ctx context.Context) ([]jobs.QueueSettings, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.Queues(ctx)
+	return s.inner.Queues(ctx)
 }
 
 // UpdateQueue fails with ErrCut while the wrapper is cut, else calls the
@@ -212,7 +215,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	if err := s.check(); err != nil {
 		return jobs.QueueSettings{}, err
 	}
-	return s.Store.UpdateQueue(ctx, name, u)
+	return s.inner.UpdateQueue(ctx, name, u)
 }
 
 // QueueStats fails with ErrCut while the wrapper is cut, else calls the
@@ -221,7 +224,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.QueueStats(ctx)
+	return s.inner.QueueStats(ctx)
 }
 
 // QueueDepths fails with ErrCut while the wrapper is cut, else calls the
@@ -230,7 +233,7 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.QueueDepths(ctx, queues, limit)
+	return s.inner.QueueDepths(ctx, queues, limit)
 }
 
 // Now fails with ErrCut while the wrapper is cut, else calls the
@@ -239,7 +242,7 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 	if err := s.check(); err != nil {
 		return time.Time{}, err
 	}
-	return s.Store.Now(ctx)
+	return s.inner.Now(ctx)
 }
 
 var _ jobs.BatchWorker = (*Store)(nil)
@@ -250,7 +253,7 @@ func (s *Store) StartMany(ctx context.Context, refs []jobs.LeaseRef, p jobs.Star
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return jobs.Batches(s.Store).StartMany(ctx, refs, p)
+	return jobs.Batches(s.inner).StartMany(ctx, refs, p)
 }
 
 // CompleteMany fails with ErrCut while the wrapper is cut, else calls the
@@ -259,7 +262,7 @@ func (s *Store) CompleteMany(ctx context.Context, refs []jobs.LeaseRef) ([]error
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return jobs.Batches(s.Store).CompleteMany(ctx, refs)
+	return jobs.Batches(s.inner).CompleteMany(ctx, refs)
 }
 
 // RetryMany fails with ErrCut while the wrapper is cut, else calls the
@@ -268,7 +271,7 @@ func (s *Store) RetryMany(ctx context.Context, items []jobs.RetryItem) ([]error,
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return jobs.Batches(s.Store).RetryMany(ctx, items)
+	return jobs.Batches(s.inner).RetryMany(ctx, items)
 }
 
 // DeadLetterMany fails with ErrCut while the wrapper is cut, else calls
@@ -277,7 +280,7 @@ func (s *Store) DeadLetterMany(ctx context.Context, items []jobs.DeadLetterItem)
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return jobs.Batches(s.Store).DeadLetterMany(ctx, items)
+	return jobs.Batches(s.inner).DeadLetterMany(ctx, items)
 }
 
 // Snooze fails with ErrCut while the wrapper is cut, else calls the
@@ -286,7 +289,7 @@ func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozePara
 	if err := s.check(); err != nil {
 		return err
 	}
-	return s.Store.Snooze(ctx, ref, p)
+	return s.inner.Snooze(ctx, ref, p)
 }
 
 // Cancel fails with ErrCut while the wrapper is cut, else calls the
@@ -295,7 +298,7 @@ func (s *Store) Cancel(ctx context.Context, p jobs.CancelParams) ([]jobs.CancelR
 	if err := s.check(); err != nil {
 		return nil, err
 	}
-	return s.Store.Cancel(ctx, p)
+	return s.inner.Cancel(ctx, p)
 }
 
 // Transition fails with ErrCut while the wrapper is cut, else calls the
@@ -304,5 +307,68 @@ func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.Transi
 	if err := s.check(); err != nil {
 		return jobs.TransitionResults{}, err
 	}
-	return jobs.Batches(s.Store).Transition(ctx, t)
+	return jobs.Batches(s.inner).Transition(ctx, t)
+}
+
+// Schedules fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) Schedules(ctx context.Context) ([]jobs.ScheduleState, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.inner.Schedules(ctx)
+}
+
+// SyncSchedules fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) SyncSchedules(ctx context.Context, defs []jobs.ScheduleDef) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.inner.SyncSchedules(ctx, defs)
+}
+
+// FireSchedule fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) FireSchedule(ctx context.Context, p jobs.FireParams) (jobs.FireResult, error) {
+	if err := s.check(); err != nil {
+		return jobs.FireResult{}, err
+	}
+	return s.inner.FireSchedule(ctx, p)
+}
+
+// PauseSchedule fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) PauseSchedule(ctx context.Context, name string, paused bool) (jobs.ScheduleState, error) {
+	if err := s.check(); err != nil {
+		return jobs.ScheduleState{}, err
+	}
+	return s.inner.PauseSchedule(ctx, name, paused)
+}
+
+// DeleteSchedule fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) DeleteSchedule(ctx context.Context, name string) error {
+	if err := s.check(); err != nil {
+		return err
+	}
+	return s.inner.DeleteSchedule(ctx, name)
+}
+
+// TableQueues fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) TableQueues(ctx context.Context, t jobs.Table, after string) ([]string, error) {
+	if err := s.check(); err != nil {
+		return nil, err
+	}
+	return s.inner.TableQueues(ctx, t, after)
+}
+
+// Trim fails with ErrCut while the wrapper is cut, else calls the
+// wrapped store.
+func (s *Store) Trim(ctx context.Context, p jobs.TrimParams) (jobs.TrimResult, error) {
+	if err := s.check(); err != nil {
+		return jobs.TrimResult{}, err
+	}
+	return s.inner.Trim(ctx, p)
 }

@@ -3,6 +3,7 @@ package faultstore_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -10,39 +11,62 @@ import (
 	"github.com/chokaq/chokaq-go/jobs/memstore"
 )
 
-func TestCutFailsEveryCallUntilRestored(t *testing.T) {
+// Every method of the wrapper that takes a context, found by reflection so
+// that a method added to a store interface cannot be missed, fails with
+// ErrCut while cut, without reaching the store; and the wrapper plays
+// every role of a store.
+func TestCutFailsEveryCallOfEveryRoleUntilRestored(t *testing.T) {
 	mem := memstore.New()
 	s := faultstore.New(mem)
 	ctx := context.Background()
 	if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Type: "t"}); err != nil {
 		t.Fatal(err)
 	}
+	wrapper := reflect.TypeOf(s)
+	for _, role := range []reflect.Type{
+		reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.Enqueuer](), reflect.TypeFor[jobs.Worker](),
+		reflect.TypeFor[jobs.Rescuer](), reflect.TypeFor[jobs.Scheduler](), reflect.TypeFor[jobs.Admin](),
+		reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.Transitioner](),
+	} {
+		if !wrapper.Implements(role) {
+			t.Errorf("the wrapper is not a %v", role)
+		}
+	}
 	s.Cut()
-	calls := map[string]error{}
-	_, calls["Enqueue"] = s.Enqueue(ctx, jobs.EnqueueParams{Type: "t"})
-	_, calls["EnqueueMany"] = s.EnqueueMany(ctx, []jobs.EnqueueParams{{Type: "t"}})
-	_, calls["Claim"] = s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"default"}, Limit: 1})
-	_, calls["Start"] = s.Start(ctx, jobs.LeaseRef{ID: 1, Lease: 1}, jobs.StartParams{DefaultTimeout: 1})
-	_, calls["Heartbeat"] = s.Heartbeat(ctx, nil)
-	calls["Complete"] = s.Complete(ctx, jobs.LeaseRef{})
-	calls["Retry"] = s.Retry(ctx, jobs.LeaseRef{}, jobs.RetryParams{})
-	calls["DeadLetter"] = s.DeadLetter(ctx, jobs.LeaseRef{}, jobs.DeadLetterParams{})
-	_, calls["Release"] = s.Release(ctx, nil)
-	_, calls["RescueFetched"] = s.RescueFetched(ctx, jobs.RescueParams{})
-	_, calls["RescueZombies"] = s.RescueZombies(ctx, jobs.RescueParams{})
-	_, calls["RescueExpired"] = s.RescueExpired(ctx, jobs.RescueParams{})
-	_, calls["Resurrect"] = s.Resurrect(ctx, jobs.ResurrectParams{})
-	_, calls["Purge"] = s.Purge(ctx, jobs.PurgeParams{})
-	_, calls["GetJob"] = s.GetJob(ctx, 1)
-	_, calls["ListJobs"] = s.ListJobs(ctx, jobs.ListParams{})
-	_, calls["CountJobs"] = s.CountJobs(ctx, jobs.TableHot, jobs.Filter{})
-	_, calls["Queues"] = s.Queues(ctx)
-	_, calls["UpdateQueue"] = s.UpdateQueue(ctx, "q", jobs.QueueUpdate{})
-	_, calls["QueueStats"] = s.QueueStats(ctx)
-	_, calls["Now"] = s.Now(ctx)
-	for name, err := range calls {
-		if !errors.Is(err, faultstore.ErrCut) {
-			t.Errorf("%s while cut: %v, want ErrCut", name, err)
+	ctxType := reflect.TypeFor[context.Context]()
+	errType := reflect.TypeFor[error]()
+	cut := map[string]bool{}
+	for i := range wrapper.NumMethod() {
+		m := wrapper.Method(i)
+		if m.Type.NumIn() < 2 || m.Type.In(1) != ctxType {
+			continue // Cut, Restore, IsCut
+		}
+		args := []reflect.Value{reflect.ValueOf(s), reflect.ValueOf(ctx)}
+		for k := 2; k < m.Type.NumIn(); k++ {
+			args = append(args, reflect.Zero(m.Type.In(k)))
+		}
+		out := m.Func.Call(args)
+		last := out[len(out)-1]
+		if m.Type.Out(m.Type.NumOut()-1) != errType {
+			t.Errorf("%s returns no error last", m.Name)
+			continue
+		}
+		if err, _ := last.Interface().(error); !errors.Is(err, faultstore.ErrCut) {
+			t.Errorf("%s while cut: %v, want ErrCut", m.Name, err)
+		}
+		cut[m.Name] = true
+	}
+	// Each role's every method is among those cut.
+	for _, role := range []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker]()} {
+		for i := range role.NumMethod() {
+			if name := role.Method(i).Name; !cut[name] {
+				t.Errorf("%v.%s is not cut", role, name)
+			}
+		}
+	}
+	for _, name := range []string{"Schedules", "SyncSchedules", "FireSchedule", "PauseSchedule", "DeleteSchedule", "TableQueues", "Trim"} {
+		if !cut[name] {
+			t.Errorf("%s is not cut", name)
 		}
 	}
 	if n, _ := mem.CountJobs(ctx, jobs.TableHot, jobs.Filter{}); n != 1 {
@@ -50,6 +74,9 @@ func TestCutFailsEveryCallUntilRestored(t *testing.T) {
 	}
 	s.Restore()
 	if _, err := s.GetJob(ctx, 1); err != nil {
+		t.Fatalf("after restore: %v", err)
+	}
+	if _, err := s.Schedules(ctx); err != nil {
 		t.Fatalf("after restore: %v", err)
 	}
 }

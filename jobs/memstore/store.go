@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"fmt"
 	"maps"
@@ -36,6 +37,10 @@ type Store struct {
 	// finished orders each queue's archived and dead-lettered jobs by
 	// finish (finished.go).
 	finished map[jobs.Table]map[string]*finishLog
+	// fetched orders Fetched jobs by claim and deadlines Processing jobs
+	// by deadline, for rescue phases 1 and 3 (inflight.go); phase 2's
+	// index is each queue's beats.
+	fetched, deadlines flightIndex
 }
 
 var (
@@ -87,6 +92,10 @@ type queueState struct {
 	ready     jobHeap // due Pending jobs, best first
 	scheduled jobHeap // Pending jobs not yet due, soonest first
 	active    int     // Fetched + Processing
+	// counts holds the queue's hot jobs by status (Pending, Fetched,
+	// Processing), kept as they move, so that depths need no walk.
+	counts [3]int
+	beats  flightIndex // Processing jobs by last sign of life (phase 2)
 }
 
 func (s *Store) queue(name string) *queueState {
@@ -102,12 +111,20 @@ func (s *Store) queue(name string) *queueState {
 	return q
 }
 
+// leave records that a job of the queue left status st (Fetched or
+// Processing) for Pending or another table.
+func (q *queueState) leave(st jobs.Status) {
+	q.active--
+	q.counts[st]--
+}
+
 // queueOf returns the state of an existing queue, or nil.
 func (s *Store) queueOf(name string) *queueState { return s.queues[jobs.QueueKey(name)] }
 
 // pushPending indexes a job that just became Pending.
 func (s *Store) pushPending(j *jobs.Job, now time.Time) {
 	q := s.queue(j.Queue)
+	q.counts[jobs.StatusPending]++
 	if j.ScheduledAt.After(now) {
 		q.scheduled.push(j)
 	} else {
@@ -216,6 +233,9 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			j.Lease++
 			j.LastUpdatedAt = now
 			q.active++
+			q.counts[jobs.StatusPending]--
+			q.counts[jobs.StatusFetched]++
+			s.indexFetched(j)
 			if len(block) == cap(block) {
 				block = make([]jobs.Job, 0, min(p.Limit-len(out), 64))
 				if out == nil {
@@ -275,6 +295,10 @@ func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (job
 	j.DeadlineAt = now.Add(timeout)
 	j.HeartbeatMax = p.HeartbeatMax.Truncate(time.Millisecond) // what SQL Server keeps
 	j.TimeoutFrom, j.ZombieRetryCap = from, p.ZombieRetryCap
+	q := s.queue(j.Queue)
+	q.counts[jobs.StatusFetched]--
+	q.counts[jobs.StatusProcessing]++
+	s.indexStarted(j)
 	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout, TimeoutFrom: from}, nil
 }
 
@@ -289,6 +313,11 @@ func (s *Store) Heartbeat(ctx context.Context, refs []jobs.LeaseRef) (jobs.Heart
 	now := s.now()
 	for _, ref := range refs {
 		j := s.owned(ref, jobs.StatusProcessing)
+		if j != nil && now.Before(j.HeartbeatAt) {
+			// The clock went back: the index's instant for this job is no
+			// longer a lower bound of its last sign of life.
+			s.queue(j.Queue).beats.push(flightEntry{job: j, lease: j.Lease, at: nanos(now)}, s.isProcessing)
+		}
 		switch {
 		case j == nil:
 			r.Lost = append(r.Lost, ref)
@@ -350,7 +379,7 @@ func (s *Store) retry(ref jobs.LeaseRef, p jobs.RetryParams, now time.Time) erro
 	if err := s.cancelInstead(j, "retry", p.Error, now); err != nil {
 		return err
 	}
-	s.queue(j.Queue).active--
+	s.queue(j.Queue).leave(j.Status)
 	toPending(j, now)
 	j.ScheduledAt = now.Add(p.Delay)
 	j.LastError = p.Error
@@ -388,7 +417,7 @@ func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozePara
 	if err := s.cancelInstead(j, "snooze", "snoozed after its cancel was requested", now); err != nil {
 		return err
 	}
-	s.queue(j.Queue).active--
+	s.queue(j.Queue).leave(j.Status)
 	toPending(j, now)
 	j.AttemptCount--
 	j.SnoozeCount++
@@ -471,7 +500,7 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 	n := 0
 	for _, ref := range refs {
 		if j := s.owned(ref, jobs.StatusFetched); j != nil {
-			s.queue(j.Queue).active--
+			s.queue(j.Queue).leave(j.Status)
 			toPending(j, now)
 			s.pushPending(j, now)
 			n++
@@ -498,8 +527,10 @@ func (s *Store) removeHot(j *jobs.Job) {
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
 		delete(s.idem, j.IdempotencyKey)
 	}
-	if j.Status != jobs.StatusPending {
-		s.queue(j.Queue).active--
+	if q := s.queue(j.Queue); j.Status == jobs.StatusPending {
+		q.counts[jobs.StatusPending]--
+	} else {
+		q.leave(j.Status)
 	}
 }
 
@@ -529,23 +560,48 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	defer s.mu.Unlock()
 	now := s.now()
 	cutoff := now.Add(-p.Timeout)
+	var cands []flightEntry
+	for _, e := range s.fetched.popBefore(nanos(cutoff), s.isFetched) {
+		if e.job.LastUpdatedAt.Before(cutoff) {
+			cands = append(cands, e)
+		} else {
+			s.indexFetched(e.job)
+		}
+	}
 	var out []jobs.Rescued
-	for _, j := range s.sortedHot() {
-		if len(out) == p.RescueLimit() {
-			break
-		}
-		if j.Status != jobs.StatusFetched || !j.LastUpdatedAt.Before(cutoff) {
-			continue
-		}
+	for _, e := range s.takeLowestIDs(&s.fetched, s.isFetched, cands, p.RescueLimit()) {
+		j := e.job
 		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.LastUpdatedAt, At: now})
-		s.queue(j.Queue).active--
+		s.queue(j.Queue).leave(j.Status)
 		toPending(j, now)
 		s.pushPending(j, now)
 	}
 	return out, nil
 }
 
-// RescueZombies implements jobs.Store (phase 2).
+// takeLowestIDs returns the limit candidates of lowest ID, in ID order,
+// and gives the others back to the index they came from (x, or each
+// one's queue's beats when x is nil), whose live entries live tells:
+// they stay candidates for the next call.
+func (s *Store) takeLowestIDs(x *flightIndex, live func(flightEntry) bool, cands []flightEntry, limit int) []flightEntry {
+	slices.SortFunc(cands, byID)
+	if len(cands) <= limit {
+		return cands
+	}
+	for _, e := range cands[limit:] {
+		from := x
+		if from == nil {
+			from = &s.queue(e.job.Queue).beats
+		}
+		from.push(e, live)
+	}
+	return cands[:limit]
+}
+
+// RescueZombies implements jobs.Store (phase 2). Each queue's index gives
+// the jobs silent for longer than the queue's timeout; a job's own floor
+// (jobs.ZombieTimeout of its HeartbeatMax) can keep one of them in, and it
+// is read again at the next call.
 func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.Rescued, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -556,27 +612,37 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	type zombie struct {
+		seen    time.Time
+		timeout time.Duration
+	}
+	var cands []flightEntry
+	found := map[*jobs.Job]zombie{}
+	for _, q := range s.queues {
+		queueTimeout := p.Timeout
+		if q.settings.ZombieTimeout > 0 {
+			queueTimeout = q.settings.ZombieTimeout
+		}
+		var back []flightEntry
+		for _, e := range q.beats.popBefore(nanos(now.Add(-queueTimeout)), s.isProcessing) {
+			j := e.job
+			timeout := jobs.ZombieTimeout(queueTimeout, j.HeartbeatMax)
+			seen := lastSeen(j)
+			if !seen.Before(now.Add(-timeout)) {
+				back = append(back, flightEntry{job: j, lease: e.lease, at: nanos(seen)})
+				continue
+			}
+			cands = append(cands, e)
+			found[j] = zombie{seen: seen, timeout: timeout}
+		}
+		for _, e := range back {
+			q.beats.push(e, s.isProcessing)
+		}
+	}
 	var out []jobs.Rescued
-	for _, j := range s.sortedHot() {
-		if len(out) == p.RescueLimit() {
-			break
-		}
-		if j.Status != jobs.StatusProcessing {
-			continue
-		}
-		timeout := p.Timeout
-		if q := s.queueOf(j.Queue); q != nil && q.settings.ZombieTimeout > 0 {
-			timeout = q.settings.ZombieTimeout
-		}
-		timeout = jobs.ZombieTimeout(timeout, j.HeartbeatMax)
-		seen := j.HeartbeatAt
-		if seen.IsZero() {
-			seen = j.LastUpdatedAt
-		}
-		if !seen.Before(now.Add(-timeout)) {
-			continue
-		}
-		out = append(out, s.settleZombie(j, seen, timeout, now))
+	for _, e := range s.takeLowestIDs(nil, s.isProcessing, cands, p.RescueLimit()) {
+		z := found[e.job]
+		out = append(out, s.settleZombie(e.job, z.seen, z.timeout, now))
 	}
 	return out, nil
 }
@@ -595,7 +661,7 @@ func (s *Store) settleZombie(j *jobs.Job, seen time.Time, timeout time.Duration,
 	}
 	j.ZombieRetries++
 	j.LastError = jobs.RecoveredError(seen, timeout, j.WorkerID, j.ZombieRetries, j.ZombieRetryCap)
-	s.queue(j.Queue).active--
+	s.queue(j.Queue).leave(j.Status)
 	toPending(j, now)
 	j.ScheduledAt = now
 	s.pushPending(j, now)
@@ -611,14 +677,15 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
+	var cands []flightEntry
+	for _, e := range s.deadlines.popBefore(nanos(now), s.isProcessing) {
+		if !e.job.DeadlineAt.IsZero() && e.job.DeadlineAt.Before(now) {
+			cands = append(cands, e)
+		}
+	}
 	var out []jobs.Rescued
-	for _, j := range s.sortedHot() {
-		if len(out) == p.RescueLimit() {
-			break
-		}
-		if j.Status != jobs.StatusProcessing || j.DeadlineAt.IsZero() || !j.DeadlineAt.Before(now) {
-			continue
-		}
+	for _, e := range s.takeLowestIDs(&s.deadlines, s.isProcessing, cands, p.RescueLimit()) {
+		j := e.job
 		// A job whose cancel was requested and that ran on to its deadline
 		// was cancelled: its handler ignored the request.
 		reason := jobs.ReasonTimeout
@@ -629,16 +696,6 @@ func (s *Store) RescueExpired(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		s.toDLQ(j, reason, jobs.DeadlineDetails(j.DeadlineAt, j.WorkerID), now)
 	}
 	return out, nil
-}
-
-// sortedHot returns hot jobs by ID so batch limits are deterministic.
-func (s *Store) sortedHot() []*jobs.Job {
-	out := make([]*jobs.Job, 0, len(s.hot))
-	for _, j := range s.hot {
-		out = append(out, j)
-	}
-	slices.SortFunc(out, func(a, b *jobs.Job) int { return compareInt64(a.ID, b.ID) })
-	return out
 }
 
 // Resurrect implements jobs.Store.
@@ -736,25 +793,31 @@ func (s *Store) table(t jobs.Table) map[int64]*jobs.Job {
 
 // matching returns the jobs of table t that f selects, newest first.
 func (s *Store) matching(t jobs.Table, f jobs.Filter, now time.Time) []*jobs.Job {
-	var ids map[int64]bool
-	if len(f.IDs) > 0 {
-		ids = make(map[int64]bool, len(f.IDs))
-		for _, id := range f.IDs {
-			ids[id] = true
-		}
-	}
 	var out []*jobs.Job
-	for _, j := range s.table(t) {
-		if ids != nil && !ids[j.ID] {
-			continue
-		}
-		if !matches(j, f, now) {
-			continue
-		}
-		out = append(out, j)
-	}
+	s.each(t, f, now, func(j *jobs.Job) { out = append(out, j) })
 	slices.SortFunc(out, func(a, b *jobs.Job) int { return compareInt64(b.ID, a.ID) })
 	return out
+}
+
+// each calls fn for every job of table t that f selects, in no order. A
+// filter by IDs looks its jobs up; any other walks the table.
+func (s *Store) each(t jobs.Table, f jobs.Filter, now time.Time, fn func(*jobs.Job)) {
+	m := s.table(t)
+	if len(f.IDs) > 0 {
+		seen := make(map[int64]bool, len(f.IDs))
+		for _, id := range f.IDs {
+			if j := m[id]; j != nil && !seen[id] && matches(j, f, now) {
+				seen[id] = true
+				fn(j)
+			}
+		}
+		return
+	}
+	for _, j := range m {
+		if matches(j, f, now) {
+			fn(j)
+		}
+	}
 }
 
 func matches(j *jobs.Job, f jobs.Filter, now time.Time) bool {
@@ -810,7 +873,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	return nil, fmt.Errorf("memstore: job %d: %w", id, jobs.ErrJobNotFound)
 }
 
-// ListJobs implements jobs.Store.
+// ListJobs implements jobs.Store. It walks the table once, keeping the
+// page's newest matches in a bounded heap, instead of sorting every match.
 func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
 	if err := ctx.Err(); err != nil {
 		return jobs.JobPage{}, err
@@ -821,16 +885,28 @@ func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	limit := p.PageLimit()
-	var page jobs.JobPage
-	for _, j := range s.matching(p.Table, p.Filter, s.now()) {
+	// newest holds up to limit+1 matches, the oldest of them on top: one
+	// more than the page tells whether a next page exists.
+	newest := &jobHeap{less: func(a, b *jobs.Job) bool { return a.ID < b.ID }}
+	s.each(p.Table, p.Filter, s.now(), func(j *jobs.Job) {
 		if p.BeforeID > 0 && j.ID >= p.BeforeID {
-			continue
+			return
 		}
-		if len(page.Jobs) == limit {
-			page.NextBeforeID = page.Jobs[limit-1].ID
-			break
+		if newest.Len() <= limit {
+			newest.push(j)
+		} else if j.ID > newest.peek().ID {
+			newest.items[0] = j
+			heap.Fix(newest, 0)
 		}
+	})
+	found := newest.items
+	slices.SortFunc(found, func(a, b *jobs.Job) int { return compareInt64(b.ID, a.ID) })
+	var page jobs.JobPage
+	for _, j := range found[:min(len(found), limit)] {
 		page.Jobs = append(page.Jobs, j.Clone())
+	}
+	if len(found) > limit {
+		page.NextBeforeID = page.Jobs[limit-1].ID
 	}
 	return page, nil
 }
@@ -845,7 +921,9 @@ func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return int64(len(s.matching(t, f, s.now()))), nil
+	var n int64
+	s.each(t, f, s.now(), func(*jobs.Job) { n++ })
+	return n, nil
 }
 
 // Queues implements jobs.Store.
@@ -966,30 +1044,15 @@ func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Each queue's counts are kept as its jobs move: no walk.
 	out := make([]jobs.QueueDepth, 0, len(queues))
-	idx := map[string]int{}
-	for _, q := range jobs.UniqueQueues(queues) {
-		idx[jobs.QueueKey(q)] = len(out)
-		out = append(out, jobs.QueueDepth{Queue: q})
-	}
-	bump := func(n *int64) {
-		if *n < int64(limit) {
-			*n++
+	c := func(n int) int64 { return int64(min(n, limit)) }
+	for _, name := range jobs.UniqueQueues(queues) {
+		d := jobs.QueueDepth{Queue: name}
+		if q := s.queueOf(name); q != nil {
+			d.Pending, d.Fetched, d.Processing = c(q.counts[jobs.StatusPending]), c(q.counts[jobs.StatusFetched]), c(q.counts[jobs.StatusProcessing])
 		}
-	}
-	for _, j := range s.hot {
-		i, ok := idx[jobs.QueueKey(j.Queue)]
-		if !ok {
-			continue
-		}
-		switch j.Status {
-		case jobs.StatusPending:
-			bump(&out[i].Pending)
-		case jobs.StatusFetched:
-			bump(&out[i].Fetched)
-		case jobs.StatusProcessing:
-			bump(&out[i].Processing)
-		}
+		out = append(out, d)
 	}
 	return out, nil
 }
