@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,4 +80,22 @@ func TestKindKeysAreValidated(t *testing.T) {
 	}
 	_, _, err := load(t, source{yaml: "ChokaQ:\n  Kinds:\n    k: 3\n"})
 	wantInvalid(t, err, "must be a section of keys")
+}
+
+// config show prints the kinds as a file holds them, and what it prints
+// loads back to the same policies.
+func TestShowKinds(t *testing.T) {
+	c := mustLoad(t, source{yaml: kindsYAML})
+	out := c.String()
+	for _, want := range []string{"Kinds:", "report.build:", "Timeout: 1m30s", "ZombieRetries: 2", "BackoffBaseDelay: 10s", "Mail.Welcome:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config show lacks %q:\n%s", want, out)
+		}
+	}
+	back := mustLoad(t, source{yaml: out})
+	r, b := c.Kinds["report.build"], back.Kinds["report.build"]
+	if len(back.Kinds) != 2 || r.Timeout != b.Timeout || r.ZombieRetryCap != b.ZombieRetryCap || b.Backoff == nil || *r.Backoff != *b.Backoff ||
+		back.Kinds["Mail.Welcome"].MaxAttempts != 2 {
+		t.Fatalf("config show does not load back the same:\n%s", out)
+	}
 }
