@@ -54,7 +54,10 @@ type Worker interface {
 	// queue's MaxWorkers caps its Fetched plus Processing jobs fleet-wide.
 	Claim(ctx context.Context, p ClaimParams) ([]*Job, error)
 	// Start moves a Fetched job to Processing: AttemptCount+1, start,
-	// heartbeat and deadline (queue's execution timeout, else DefaultTimeout).
+	// heartbeat and deadline (StartParams.EffectiveTimeout: the job's or
+	// kind's timeout, else the queue's execution timeout, else
+	// DefaultTimeout), recording the timeout's source and the kind's zombie
+	// policy with the job.
 	// Starting again with the same lease reports the first start unchanged:
 	// a call retried after its reply was lost must not lose the job.
 	Start(ctx context.Context, ref LeaseRef, p StartParams) (Started, error)
@@ -93,7 +96,11 @@ type Rescuer interface {
 	// RescueZombies (phase 2) moves Processing jobs whose last heartbeat is
 	// older than their queue's ZombieTimeout (else Timeout), and than
 	// MissedBeats x the HeartbeatMax they were started with (the rule is
-	// ZombieTimeout), to the DLQ with ReasonZombie.
+	// ZombieTimeout), to the DLQ with ReasonZombie; a job started with a
+	// zombie policy it has not used up (RecoversZombie) and no cancel
+	// requested goes back to Pending instead, due now, its ZombieRetries
+	// one more and its LastError RecoveredError, reported Recovered. Limit
+	// counts both.
 	RescueZombies(ctx context.Context, p RescueParams) ([]Rescued, error)
 	// RescueExpired (phase 3) moves Processing jobs past their DeadlineAt to
 	// the DLQ with ReasonTimeout. Timeout is ignored.
