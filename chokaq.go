@@ -74,6 +74,13 @@ type Config struct {
 	// Queues are written to the store's queue settings at Start.
 	Queues map[string]jobs.QueueUpdate
 
+	// Kinds are the operator's policies per job kind (appsettings
+	// ChokaQ.Kinds.<kind>.*), written field by field over the policy the
+	// code declares (ArgsWithPolicy, Registry.SetPolicy). Kinds compare
+	// exactly; New refuses two that differ only by case
+	// (ErrKindsDifferOnlyByCase), since configuration keys ignore case.
+	Kinds map[string]KindPolicy
+
 	// Schedules are recurring jobs (typed); RawSchedules the same in the
 	// schedule package's form (appsettings' ChokaQ.Schedules arrive
 	// there). The Client records them in the store at Start and fires
@@ -120,6 +127,7 @@ type Client struct {
 	store     jobs.Store
 	sql       *sqlserver.Store // nil unless on SQL Server
 	proc      *processor.Processor
+	reg       *processor.Registry // the kinds' policies, also without a processor
 	rescuer   *zombie.Rescuer
 	scheduler *schedule.Scheduler // nil without schedules
 	retainer  *retention.Retainer // nil when disabled
@@ -169,7 +177,19 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 	if err := checkEnqueueMiddleware(cfg.EnqueueMiddleware); err != nil {
 		return nil, err
 	}
-	c := &Client{cfg: cfg, log: cfg.Logger}
+	if err := checkKinds(cfg.Kinds); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		if !cfg.DisableProcessor {
+			return nil, errors.New("chokaq: a handler registry is required unless DisableProcessor is set")
+		}
+		reg = processor.NewRegistry() // enqueue-only: the kinds' policies still apply to enqueues
+	}
+	if err := applyKinds(reg, cfg.Kinds); err != nil {
+		return nil, err
+	}
+	c := &Client{cfg: cfg, log: cfg.Logger, reg: reg}
 	ok := false
 	defer func() {
 		// Do not leak the pool New opened when a later step fails.
@@ -216,9 +236,6 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 		pc = cfg.Telemetry.InstrumentProcessor(pc)
 	}
 	if !cfg.DisableProcessor {
-		if reg == nil {
-			return nil, errors.New("chokaq: a handler registry is required unless DisableProcessor is set")
-		}
 		p, err := processor.New(c.store, reg, pc)
 		if err != nil {
 			return nil, fmt.Errorf("chokaq: %w", err)

@@ -113,8 +113,10 @@ func (o *EnqueueOpts) setOpts() []string {
 }
 
 // params encodes args into the store's form of a new job, with each
-// option opts sets, else the Args' own (ArgsWithOpts). opts may be nil.
-func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
+// option opts sets, else the Args' own (ArgsWithOpts), else the kind's
+// policy: reg's (Config.Kinds over the code's) over the Args' own
+// (ArgsWithPolicy). opts and reg may be nil.
+func params(args Args, opts *EnqueueOpts, reg *processor.Registry) (jobs.EnqueueParams, error) {
 	if args == nil {
 		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", &jobs.ValidationError{Field: "args", Value: nil, Rule: "must not be nil"})
 	}
@@ -133,12 +135,21 @@ func params(args Args, opts *EnqueueOpts) (jobs.EnqueueParams, error) {
 	if opts != nil {
 		o = opts.over(o)
 	}
-	return jobs.EnqueueParams{
+	kp, err := policyOf(args, "")
+	if err != nil {
+		return jobs.EnqueueParams{}, fmt.Errorf("chokaq: enqueue: %w", err)
+	}
+	if reg != nil {
+		if rp, ok := reg.Policy(kind); ok {
+			kp = rp.Over(kp)
+		}
+	}
+	return withKind(jobs.EnqueueParams{
 		Type: kind, Payload: payload,
 		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
 		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy, Metadata: o.Metadata,
 		Unique: o.Unique,
-	}, nil
+	}, kp), nil
 }
 
 // over is o over base: each option o sets wins. It and params list the
@@ -183,7 +194,7 @@ func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
 // Enqueue adds a job of args' kind, its payload args encoded as JSON, and
 // wakes this process's processor. opts may be nil.
 func (c *Client) Enqueue(ctx context.Context, args Args, opts *EnqueueOpts) (jobs.EnqueueResult, error) {
-	p, err := params(args, opts)
+	p, err := params(args, opts, c.reg)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -194,7 +205,7 @@ func (c *Client) Enqueue(ctx context.Context, args Args, opts *EnqueueOpts) (job
 // only if tx commits. The store must offer jobs.TxEnqueuer, as the SQL
 // Server store does (ErrTxUnsupported otherwise).
 func (c *Client) EnqueueTx(ctx context.Context, tx *sql.Tx, args Args, opts *EnqueueOpts) (jobs.EnqueueResult, error) {
-	p, err := params(args, opts)
+	p, err := params(args, opts, c.reg)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
@@ -212,7 +223,7 @@ type EnqueueItem struct {
 func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.EnqueueResult, error) {
 	ps := make([]jobs.EnqueueParams, len(items))
 	for i, it := range items {
-		p, err := params(it.Args, it.Opts)
+		p, err := params(it.Args, it.Opts, c.reg)
 		if err != nil {
 			return nil, fmt.Errorf("item %d: %w", i, err)
 		}
@@ -221,11 +232,16 @@ func (c *Client) EnqueueMany(ctx context.Context, items ...EnqueueItem) ([]jobs.
 	return c.EnqueueRawMany(ctx, ps)
 }
 
-// prepared is p after the Client's enqueue middleware, with its
-// DefaultMaxAttempts filled in, checked against Config.Limits: the
-// Client's limits hold on every path and for every store, Config.Store's
-// too, which then applies its own as well.
+// prepared is p with its kind's policy (the registry's, Config.Kinds
+// over the code's), then after the Client's enqueue middleware (which so
+// sees the job as it will be stored), with its DefaultMaxAttempts filled
+// in, checked against Config.Limits: the Client's limits hold on every
+// path and for every store, Config.Store's too, which then applies its own
+// as well.
 func (c *Client) prepared(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueParams, error) {
+	if kp, ok := c.reg.Policy(p.Type); ok {
+		p = withKind(p, kp)
+	}
 	if err := c.beforeEnqueue(ctx, &p); err != nil {
 		return p, err
 	}

@@ -110,7 +110,7 @@ func TestEveryEnqueueOptionIsMergedAndConverted(t *testing.T) {
 		if c.own != nil {
 			args = ownArgs{own: *c.own}
 		}
-		p, err := params(args, c.call)
+		p, err := params(args, c.call, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

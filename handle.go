@@ -58,7 +58,9 @@ func Permanent(err error) error { return processor.Permanent(err) }
 func IsPermanent(err error) bool { return processor.IsPermanent(err) }
 
 // Handle registers fn for the jobs of T's kind (T's Kind, called on its
-// zero value; a panic there is an error naming T): each job's payload is
+// zero value; a panic there is an error naming T), and T's KindPolicy
+// when T is an ArgsWithPolicy (an invalid policy is an error naming the
+// kind and the field): each job's payload is
 // decoded from JSON into a T before fn runs. A payload that does not decode
 // is dead-lettered at once with a *DecodeError (reason Fatal): no retry can
 // make it decode. fn returns nil for success, an error to retry (until the
@@ -74,7 +76,23 @@ func Handle[T Args](reg *Registry, fn func(ctx context.Context, job *Job, args T
 	if err != nil {
 		return fmt.Errorf("chokaq: Handle: %w", err)
 	}
-	return processor.HandleJSON(reg, kind, fn)
+	kp, err := policyOf(zero, reflect.TypeFor[T]().String())
+	if err != nil {
+		return fmt.Errorf("chokaq: Handle: %w", err)
+	}
+	if err := kp.Validate(kind); err != nil { // before anything is registered
+		return fmt.Errorf("chokaq: Handle: %w", err)
+	}
+	if err := processor.HandleJSON(reg, kind, fn); err != nil {
+		return err
+	}
+	if kp.IsZero() {
+		return nil
+	}
+	// An operator's Kinds.<kind>.* already applied (New ran first) stays
+	// over the code's.
+	have, _ := reg.Policy(kind)
+	return reg.SetPolicy(kind, have.Over(kp))
 }
 
 // kindOf is args.Kind(), with a panic in it returned as an error naming

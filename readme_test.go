@@ -59,3 +59,23 @@ func TestReadmeShowsTheExample(t *testing.T) {
 		}
 	}
 }
+
+// The README's section on kind policies is example_kinds_test.go's
+// example, verbatim, from the Args type to the end.
+func TestReadmeShowsTheKindPolicyExample(t *testing.T) {
+	src, err := os.ReadFile("example_kinds_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(src), "// MonthlyReportArgs")
+	if i < 0 {
+		t.Fatal("example_kinds_test.go has no MonthlyReportArgs")
+	}
+	if code := strings.TrimRight(string(src[i:]), "\n"); !strings.Contains(string(readme), "```go\n"+code+"\n```") {
+		t.Errorf("README.md does not show example_kinds_test.go's example as it is:\n%s", code)
+	}
+}

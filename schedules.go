@@ -57,7 +57,7 @@ func (s Schedule) definition() (schedule.Schedule, error) {
 	if _, err := kindOf(s.Args, ""); err != nil {
 		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, err)
 	}
-	p, err := params(s.Args, s.Opts)
+	p, err := params(s.Args, s.Opts, nil)
 	if err != nil {
 		return schedule.Schedule{}, fmt.Errorf("chokaq: schedule %q: %w", s.Name, err)
 	}

@@ -55,6 +55,11 @@ type Config struct {
 	// Schedules are the recurring jobs of ChokaQ.Schedules, by name as
 	// first written in YAML; Name is filled in.
 	Schedules map[string]schedule.Schedule
+
+	// Kinds are the policies per job kind of ChokaQ.Kinds.<kind>.*, by kind
+	// as written (kinds compare exactly; two that differ only by case are
+	// refused). chokaq.New writes them over the code's own policies.
+	Kinds map[string]processor.KindPolicy
 }
 
 // Retention says how long finished jobs are kept (retention.Config);
@@ -170,6 +175,7 @@ func Default() *Config {
 		},
 		QueueSettings: map[string]QueueSetting{},
 		Schedules:     map[string]schedule.Schedule{},
+		Kinds:         map[string]processor.KindPolicy{},
 	}
 }
 
@@ -252,6 +258,7 @@ func (c *Config) ClientConfig() chokaq.Config {
 		DefaultMaxAttempts: c.Retry.MaxAttempts,
 		Retention:          c.RetentionConfig(),
 		RawSchedules:       c.ScheduleList(),
+		Kinds:              maps.Clone(c.Kinds),
 	}
 	switch {
 	case c.StorageKind() == StorageSQLServer:

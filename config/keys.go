@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schedule"
 )
 
@@ -148,8 +149,50 @@ func findScheduleKey(name string) *scheduleKeyDef {
 
 func seconds(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
 
+// kindSection holds the policies per job kind: Kinds.<kind>.<key>
+// (processor.KindPolicy, docs/design.md "Policy per kind"). Kind names are
+// kept as written (they compare exactly), keys ignore case.
+const kindSection = "Kinds"
+
+// kindKeyDef is one key of a kind's policy.
+type kindKeyDef struct {
+	name string
+	kind kind
+	set  func(p *processor.KindPolicy, v any)
+}
+
+// backoff is p's Backoff, made on first use.
+func backoff(p *processor.KindPolicy) *processor.RetryPolicy {
+	if p.Backoff == nil {
+		p.Backoff = &processor.RetryPolicy{}
+	}
+	return p.Backoff
+}
+
+// kindKeys is every key of a kind's policy. It is read-only.
+var kindKeys = []kindKeyDef{
+	{name: "Queue", kind: kindString, set: func(p *processor.KindPolicy, v any) { p.Queue = v.(string) }},
+	{name: "Priority", kind: kindInt, set: func(p *processor.KindPolicy, v any) { p.Priority = v.(int) }},
+	{name: "MaxAttempts", kind: kindInt, set: func(p *processor.KindPolicy, v any) { p.MaxAttempts = v.(int) }},
+	{name: "Timeout", kind: kindDuration, set: func(p *processor.KindPolicy, v any) { p.Timeout = v.(time.Duration) }},
+	{name: "ZombieRetries", kind: kindInt, set: func(p *processor.KindPolicy, v any) { p.ZombieRetryCap = v.(int) }},
+	{name: "BackoffBaseDelay", kind: kindDuration, set: func(p *processor.KindPolicy, v any) { backoff(p).BaseDelay = v.(time.Duration) }},
+	{name: "BackoffMaxDelay", kind: kindDuration, set: func(p *processor.KindPolicy, v any) { backoff(p).MaxDelay = v.(time.Duration) }},
+	{name: "BackoffMultiplier", kind: kindFloat, set: func(p *processor.KindPolicy, v any) { backoff(p).BackoffMultiplier = v.(float64) }},
+	{name: "BackoffJitterMaxDelay", kind: kindDuration, set: func(p *processor.KindPolicy, v any) { backoff(p).JitterMaxDelay = v.(time.Duration) }},
+}
+
+func findKindKey(name string) *kindKeyDef {
+	for i := range kindKeys {
+		if strings.EqualFold(kindKeys[i].name, name) {
+			return &kindKeys[i]
+		}
+	}
+	return nil
+}
+
 // sections are the keys that hold other keys.
-var sections = []string{"Execution", "Retry", "Recovery", "Retention", queueSection, scheduleSection}
+var sections = []string{"Execution", "Retry", "Recovery", "Retention", queueSection, scheduleSection, kindSection}
 
 func findKey(name string) *keyDef {
 	for i := range keys {
@@ -177,6 +220,8 @@ type target struct {
 	queue    string // as written; queue settings only
 	skey     *scheduleKeyDef
 	schedule string // as written; schedule keys only
+	kkey     *kindKeyDef
+	jobKind  string // as written; kind keys only
 }
 
 // match finds the key that path (relative to the ChokaQ section, segments
@@ -210,6 +255,19 @@ func match(path []string, joinQueue string) (target, string) {
 		last := path[len(path)-1]
 		if k := findScheduleKey(last); k != nil {
 			return target{skey: k, schedule: strings.Join(path[1:len(path)-1], joinQueue)}, ""
+		}
+		return target{}, unknownRule(path)
+	}
+	if strings.EqualFold(path[0], kindSection) {
+		switch len(path) {
+		case 1:
+			return target{}, "must be a section of job kinds, each a section of keys (e.g. ChokaQ.Kinds.report.build.Timeout)"
+		case 2:
+			return target{}, "must be a section of keys (Queue, Priority, MaxAttempts, Timeout, ZombieRetries, BackoffBaseDelay, BackoffMaxDelay, BackoffMultiplier, BackoffJitterMaxDelay)"
+		}
+		last := path[len(path)-1]
+		if k := findKindKey(last); k != nil {
+			return target{kkey: k, jobKind: strings.Join(path[1:len(path)-1], joinQueue)}, ""
 		}
 		return target{}, unknownRule(path)
 	}
@@ -255,6 +313,9 @@ func suggest(path []string) string {
 		}
 		for _, k := range scheduleKeys {
 			candidates = append(candidates, scheduleSection+"."+q+"."+k.name)
+		}
+		for _, k := range kindKeys {
+			candidates = append(candidates, kindSection+"."+q+"."+k.name)
 		}
 	}
 	best, bestDist := "", -1

@@ -137,7 +137,7 @@ func Load(opts Options) (*Config, error) {
 	}
 	layers = append(layers, envSettings(env), overrideSettings(opts.Overrides))
 
-	l := loader{entries: map[string]entry{}, queues: map[string]string{}, schedules: map[string]string{}}
+	l := loader{entries: map[string]entry{}, queues: map[string]string{}, schedules: map[string]string{}, kinds: map[string]string{}}
 	l.learnQueues(layers)
 	for i, layer := range layers {
 		// Overrides come from one map; two keys that differ only in case
@@ -363,8 +363,12 @@ func spell(n *yaml.Node, lower string, path []string, file string, out map[strin
 			key := strings.ToLower(k.Value)
 			p := append(slices.Clip(path), k.Value)
 			if line, dup := seen[key]; dup {
-				return newError(strings.Join(p, "."), "", file,
-					fmt.Sprintf("is set twice, at lines %d and %d (keys are case-insensitive)", line, k.Line))
+				rule := fmt.Sprintf("is set twice, at lines %d and %d (keys are case-insensitive)", line, k.Line)
+				if len(p) == 3 && strings.EqualFold(p[0], root) && strings.EqualFold(p[1], kindSection) {
+					rule = fmt.Sprintf("names kind %q, which differs only by case from the kind at line %d: kinds compare exactly "+
+						"but configuration keys ignore case, so the two cannot be told apart (rename one kind)", k.Value, line)
+				}
+				return newError(strings.Join(p, "."), "", file, rule)
 			}
 			seen[key] = k.Line
 			if lower != "" {
@@ -420,6 +424,10 @@ type loader struct {
 	// schedules maps each lowercased schedule name to its first YAML
 	// spelling.
 	schedules map[string]string
+	// kinds maps each lowercased job kind to its first spelling outside
+	// the environment: kinds compare exactly, so a second spelling that
+	// differs only by case is refused, not merged.
+	kinds map[string]string
 }
 
 // learnQueues records the spellings of queue names before any setting is
@@ -441,6 +449,9 @@ func (l *loader) learnQueues(layers [][]setting) {
 			}
 			if _, ok := l.schedules[strings.ToLower(t.schedule)]; t.skey != nil && !ok {
 				l.schedules[strings.ToLower(t.schedule)] = t.schedule
+			}
+			if _, ok := l.kinds[strings.ToLower(t.jobKind)]; t.kkey != nil && !ok {
+				l.kinds[strings.ToLower(t.jobKind)] = t.jobKind
 			}
 		}
 	}
@@ -481,6 +492,13 @@ func (l *loader) add(layer []setting, unique bool) error {
 		case t.skey != nil:
 			e.schedule = spelling(l.schedules, t.schedule, s.fromEnv)
 			name, k = scheduleSection+"."+e.schedule+"."+t.skey.name, t.skey.kind
+		case t.kkey != nil:
+			e.jobKind = spelling(l.kinds, t.jobKind, s.fromEnv)
+			if !s.fromEnv && e.jobKind != t.jobKind {
+				return s.fail(fmt.Sprintf("names kind %q, which differs only by case from kind %q set elsewhere: kinds compare exactly "+
+					"but configuration keys ignore case, so the two cannot be told apart (rename one kind)", t.jobKind, e.jobKind))
+			}
+			name, k = kindSection+"."+e.jobKind+"."+t.kkey.name, t.kkey.kind
 		default:
 			e.queue = spelling(l.queues, t.queue, s.fromEnv)
 			name, k = queueSection+"."+e.queue+"."+t.qkey.name, t.qkey.kind
@@ -526,6 +544,8 @@ func outsideRule(path []string) string {
 				name = t.key.name
 			case t.skey != nil:
 				name = scheduleSection + "." + t.schedule + "." + t.skey.name
+			case t.kkey != nil:
+				name = kindSection + "." + t.jobKind + "." + t.kkey.name
 			default:
 				name = queueSection + "." + t.queue + "." + t.qkey.name
 			}
@@ -559,6 +579,15 @@ func (l *loader) config(environment string) (*Config, error) {
 			origins[section+"."+e.skey.name] = e.origin
 			if _, ok := origins[section]; !ok {
 				origins[section] = origin{key: root + "." + section, value: e.schedule, source: e.origin.source}
+			}
+		case e.kkey != nil:
+			kp := c.Kinds[e.jobKind]
+			e.kkey.set(&kp, e.value)
+			c.Kinds[e.jobKind] = kp
+			section := kindSection + "." + e.jobKind
+			origins[section+"."+e.kkey.name] = e.origin
+			if _, ok := origins[section]; !ok {
+				origins[section] = origin{key: root + "." + section, value: e.jobKind, source: e.origin.source}
 			}
 		case e.qkey != nil:
 			qs := c.QueueSettings[e.queue]

@@ -31,6 +31,28 @@ type showChokaQ struct {
 	Retention        showRetention           `yaml:"Retention" json:"Retention"`
 	QueueSettings    map[string]showQueue    `yaml:"QueueSettings,omitempty" json:"QueueSettings,omitempty"`
 	Schedules        map[string]showSchedule `yaml:"Schedules,omitempty" json:"Schedules,omitempty"`
+	Kinds            map[string]showKind     `yaml:"Kinds,omitempty" json:"Kinds,omitempty"`
+}
+
+// showKind is a kind's policy as the file writes it: only what is set.
+type showKind struct {
+	Queue                 string  `yaml:"Queue,omitempty" json:"Queue,omitempty"`
+	Priority              int     `yaml:"Priority,omitempty" json:"Priority,omitempty"`
+	MaxAttempts           int     `yaml:"MaxAttempts,omitempty" json:"MaxAttempts,omitempty"`
+	Timeout               string  `yaml:"Timeout,omitempty" json:"Timeout,omitempty"`
+	ZombieRetries         int     `yaml:"ZombieRetries,omitempty" json:"ZombieRetries,omitempty"`
+	BackoffBaseDelay      string  `yaml:"BackoffBaseDelay,omitempty" json:"BackoffBaseDelay,omitempty"`
+	BackoffMaxDelay       string  `yaml:"BackoffMaxDelay,omitempty" json:"BackoffMaxDelay,omitempty"`
+	BackoffMultiplier     float64 `yaml:"BackoffMultiplier,omitempty" json:"BackoffMultiplier,omitempty"`
+	BackoffJitterMaxDelay string  `yaml:"BackoffJitterMaxDelay,omitempty" json:"BackoffJitterMaxDelay,omitempty"`
+}
+
+// setDuration is shortDuration of d, "" for unset.
+func setDuration(d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return shortDuration(d)
 }
 
 type showRetention struct {
@@ -178,6 +200,17 @@ func (c *Config) shown() showFile {
 			f.ChokaQ.Schedules[name] = showSchedule{Cron: back.Cron, TimeZone: back.TimeZone, Type: back.Job.Type, Queue: back.Job.Queue,
 				Payload: string(back.Job.Payload), Priority: back.Job.Priority, MaxAttempts: back.Job.MaxAttempts,
 				MissedFire: string(back.MissedFire), CatchUpLimit: back.CatchUpLimit, Paused: back.Paused}
+		}
+	}
+	if len(c.Kinds) > 0 {
+		f.ChokaQ.Kinds = make(map[string]showKind, len(c.Kinds))
+		for name, p := range c.Kinds {
+			k := showKind{Queue: p.Queue, Priority: p.Priority, MaxAttempts: p.MaxAttempts, Timeout: setDuration(p.Timeout), ZombieRetries: p.ZombieRetryCap}
+			if b := p.Backoff; b != nil {
+				k.BackoffBaseDelay, k.BackoffMaxDelay, k.BackoffMultiplier, k.BackoffJitterMaxDelay =
+					setDuration(b.BaseDelay), setDuration(b.MaxDelay), b.BackoffMultiplier, setDuration(b.JitterMaxDelay)
+			}
+			f.ChokaQ.Kinds[name] = k
 		}
 	}
 	return f

@@ -243,7 +243,53 @@ func (c *Config) validate(origins map[string]origin) error {
 			return err
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(c.Kinds)) {
+		if err := c.validateKind(v, name); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// kindFields maps processor.KindPolicy.Validate's fields to the keys of
+// ChokaQ.Kinds.<kind>.
+var kindFields = map[string]string{
+	"queue": "Queue", "priority": "Priority", "max_attempts": "MaxAttempts", "timeout": "Timeout",
+	"zombie_retry_cap": "ZombieRetries",
+}
+
+// kindBackoffKeys maps the processor's Retry settings to a kind's backoff
+// keys.
+var kindBackoffKeys = map[string]string{
+	"Retry.BaseDelay": "BackoffBaseDelay", "Retry.MaxDelay": "BackoffMaxDelay",
+	"Retry.BackoffMultiplier": "BackoffMultiplier", "Retry.JitterMaxDelay": "BackoffJitterMaxDelay",
+}
+
+// validateKind applies the kind's policy rules (KindPolicy.Validate),
+// reported under its keys.
+func (c *Config) validateKind(v checker, name string) error {
+	id := kindSection + "." + name
+	if err := (jobs.EnqueueParams{Type: name}).ValidateType(); err != nil {
+		return v.fail(id, name, "kind "+queueRule(err))
+	}
+	p := c.Kinds[name]
+	err := p.Validate(name)
+	if err == nil {
+		return nil
+	}
+	if se, ok := errors.AsType[*jobs.SettingError](err); ok {
+		key := kindBackoffKeys[se.Key]
+		if key == "" {
+			key = se.Key
+		}
+		return v.fail(id+"."+key, asWritten(se.Value), se.Rule)
+	}
+	if ve, ok := errors.AsType[*jobs.ValidationError](err); ok {
+		if key, ok := kindFields[ve.Field]; ok {
+			return v.fail(id+"."+key, asWritten(ve.Value), ve.Rule)
+		}
+	}
+	return v.fail(id, name, err.Error())
 }
 
 // validateSchedule applies the schedule's own rules (schedule.Check),

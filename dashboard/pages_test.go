@@ -537,3 +537,21 @@ func TestJobPageShowsProgressAndOutput(t *testing.T) {
 		t.Error("an archived job shows progress")
 	}
 }
+
+// The job page shows the running job's effective timeout and where it
+// came from, and its kind's zombie policy (docs/design.md, Policy per
+// kind).
+func TestJobPageShowsTheEffectivePolicy(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	id := f.enqueue("mail", "email.send", `{}`)
+	got, err := f.store.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail"}, Limit: 1})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim: %v %v", got, err)
+	}
+	if _, err := f.store.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Hour, Timeout: 42 * time.Second, ZombieRetryCap: 2}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, f.get(fmt.Sprintf("/job/%d", id)), http.StatusOK,
+		`<dd id="job-timeout">42s (kind)</dd>`, `<dd id="job-zombie">retry 0 of 2 used</dd>`)
+}

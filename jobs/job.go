@@ -168,7 +168,16 @@ type Job struct {
 	// zero when none was recorded): rescue phase 2 leaves the job alone for
 	// at least MissedBeats x it (ZombieTimeout).
 	HeartbeatMax time.Duration
-	LastError    string
+	// TimeoutFrom is where the execution timeout of the job's current
+	// start came from (DeadlineAt - StartedAt is its value; hot Processing
+	// jobs only, SourceUnknown before a start or from an older build).
+	TimeoutFrom PolicySource
+	// ZombieRetryCap is the zombie policy recorded at the job's last start
+	// (StartParams.ZombieRetryCap), ZombieRetries how many times rescue
+	// phase 2 has returned it to Pending (hot jobs only).
+	ZombieRetryCap int
+	ZombieRetries  int
+	LastError      string
 
 	FinishedAt    time.Time     // archive: completed; DLQ: dead-lettered
 	Duration      time.Duration // archive only: StartedAt to completion

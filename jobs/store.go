@@ -54,7 +54,10 @@ type Worker interface {
 	// queue's MaxWorkers caps its Fetched plus Processing jobs fleet-wide.
 	Claim(ctx context.Context, p ClaimParams) ([]*Job, error)
 	// Start moves a Fetched job to Processing: AttemptCount+1, start,
-	// heartbeat and deadline (queue's execution timeout, else DefaultTimeout).
+	// heartbeat and deadline (StartParams.EffectiveTimeout: the job's or
+	// kind's timeout, else the queue's execution timeout, else
+	// DefaultTimeout), recording the timeout's source and the kind's zombie
+	// policy with the job.
 	// Starting again with the same lease reports the first start unchanged:
 	// a call retried after its reply was lost must not lose the job.
 	Start(ctx context.Context, ref LeaseRef, p StartParams) (Started, error)
@@ -93,7 +96,11 @@ type Rescuer interface {
 	// RescueZombies (phase 2) moves Processing jobs whose last heartbeat is
 	// older than their queue's ZombieTimeout (else Timeout), and than
 	// MissedBeats x the HeartbeatMax they were started with (the rule is
-	// ZombieTimeout), to the DLQ with ReasonZombie.
+	// ZombieTimeout), to the DLQ with ReasonZombie; a job started with a
+	// zombie policy it has not used up (RecoversZombie) and no cancel
+	// requested goes back to Pending instead, due now, its ZombieRetries
+	// one more and its LastError RecoveredError, reported Recovered. Limit
+	// counts both.
 	RescueZombies(ctx context.Context, p RescueParams) ([]Rescued, error)
 	// RescueExpired (phase 3) moves Processing jobs past their DeadlineAt to
 	// the DLQ with ReasonTimeout. Timeout is ignored.
@@ -212,6 +219,17 @@ type StartParams struct {
 	// before it dead-letters the job, whatever the queue's zombie timeout
 	// (ZombieTimeout). 0 records nothing: the zombie timeout alone applies.
 	HeartbeatMax time.Duration
+	// Timeout is the execution timeout of the job's kind (or of the job
+	// itself), 0 for none: it wins over the queue's and DefaultTimeout
+	// (docs/design.md, Policy per kind). TimeoutFrom says which level it
+	// is (SourceJob or SourceKind; SourceKind when unset).
+	Timeout     time.Duration
+	TimeoutFrom PolicySource
+	// ZombieRetryCap is the kind's zombie policy: how many times rescue
+	// phase 2 may return the job to Pending when its worker goes silent
+	// (0, the default, dead-letters it: I4). The store records it with
+	// the job, so a rescuer that never heard of the kind applies it.
+	ZombieRetryCap int
 }
 
 // Started reports what Start wrote.
@@ -223,6 +241,9 @@ type Started struct {
 	// else the default). A worker arms its own timer with it, relative to
 	// now, so its clock never has to agree with the store's.
 	Timeout time.Duration
+	// TimeoutFrom is the level Timeout came from: StartParams.TimeoutFrom,
+	// SourceQueue or SourceDefault. The store records it with the job.
+	TimeoutFrom PolicySource
 }
 
 // HeartbeatResult is what a Heartbeat call found.
@@ -289,6 +310,9 @@ type Rescued struct {
 	LastSeen time.Time
 	// Reason is set for phases 2 and 3.
 	Reason FailureReason
+	// Recovered is set for a job phase 2 returned to Pending under its
+	// kind's zombie policy instead of dead-lettering it.
+	Recovered bool
 	// At is the store's time of the rescue, so At - LastSeen is how long the
 	// job went unnoticed, measured on one clock.
 	At time.Time
@@ -483,7 +507,35 @@ func (p StartParams) Validate() error {
 	if p.HeartbeatMax < 0 || p.HeartbeatMax > MaxHeartbeatInterval {
 		return &ValidationError{Field: "heartbeat_max", Value: p.HeartbeatMax, Rule: "must be between 0 (not recorded) and " + MaxHeartbeatInterval.String()}
 	}
+	if p.Timeout < 0 || p.Timeout > MaxDelay {
+		return &ValidationError{Field: "timeout", Value: p.Timeout, Rule: "must be between 0 (none: the queue's, else the default) and " + MaxDelay.String()}
+	}
+	if p.Timeout > 0 && p.Timeout < time.Millisecond {
+		return &ValidationError{Field: "timeout", Value: p.Timeout, Rule: "must be at least 1ms (stores keep milliseconds)"}
+	}
+	if p.TimeoutFrom != SourceUnknown && p.TimeoutFrom != SourceJob && p.TimeoutFrom != SourceKind {
+		return &ValidationError{Field: "timeout_from", Value: p.TimeoutFrom, Rule: "must be job or kind"}
+	}
+	if p.ZombieRetryCap < 0 || p.ZombieRetryCap > MaxZombieRetries {
+		return &ValidationError{Field: "zombie_retry_cap", Value: p.ZombieRetryCap, Rule: "must be between 0 (dead-letter) and " + itoa(MaxZombieRetries)}
+	}
 	return nil
+}
+
+// EffectiveTimeout is the execution timeout Start applies and its source:
+// the job's or kind's (p.Timeout), else the queue's (queueTimeout, 0 for
+// none), else p.DefaultTimeout. Every store resolves it with this rule.
+func (p StartParams) EffectiveTimeout(queueTimeout time.Duration) (time.Duration, PolicySource) {
+	switch {
+	case p.Timeout > 0:
+		if p.TimeoutFrom == SourceJob {
+			return p.Timeout, SourceJob
+		}
+		return p.Timeout, SourceKind
+	case queueTimeout > 0:
+		return queueTimeout, SourceQueue
+	}
+	return p.DefaultTimeout, SourceDefault
 }
 
 // Validate checks a retry request.

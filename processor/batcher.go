@@ -448,9 +448,13 @@ func (c Config) startParams() jobs.StartParams {
 
 // startJob starts one job, in the next batch when the store has them;
 // ctx bounds the one-job call only (a batch call has its own bound).
-func (p *Processor) startJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef) (jobs.Started, error) {
-	if p.batch == nil {
-		return p.store.Start(ctx, ref, p.cfg.startParams())
+//
+// A start whose kind brings its own parameters (a timeout, a zombie
+// policy) is a one-job call: a batch carries one StartParams for all its
+// starts (jobs.Transitions), so such a start neither batches nor chains.
+func (p *Processor) startJob(ctx context.Context, ws *workerSlots, ref jobs.LeaseRef, sp jobs.StartParams) (jobs.Started, error) {
+	if p.batch == nil || sp != p.cfg.startParams() {
+		return p.store.Start(ctx, ref, sp)
 	}
 	r, err := p.do(ws, transition{kind: transitionStart, ref: ref})
 	if err != nil {
@@ -463,7 +467,7 @@ func (p *Processor) startJob(ctx context.Context, ws *workerSlots, ref jobs.Leas
 // ws.chain when that is still unanswered, and records the start's answer.
 func (p *Processor) outcome(ws *workerSlots, t transition) error {
 	next := ws.chain
-	if next != nil && !next.answered {
+	if next != nil && !next.answered && next.start == p.cfg.startParams() {
 		t.next, t.chained = next.beat.ref, true
 	}
 	r, err := p.do(ws, t)

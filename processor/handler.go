@@ -39,6 +39,18 @@ type Job struct {
 	ScheduledAt time.Time
 	// Deadline is when this execution's timeout fires, by the local clock.
 	Deadline time.Time
+	// Timeout is this execution's timeout, as the store applied it and
+	// recorded it with the job, and TimeoutFrom the level it came from
+	// (job, kind, queue or default; docs/design.md, Policy per kind).
+	Timeout     time.Duration
+	TimeoutFrom jobs.PolicySource
+	// ZombieRetryCap is the kind's zombie policy this execution was started
+	// with (0: a crash dead-letters the job), ZombieRetries how many times
+	// rescue returned the job to Pending after its worker died (its
+	// LastError then says so).
+	ZombieRetryCap int
+	ZombieRetries  int
+	LastError      string
 }
 
 // HandlerFunc runs one job. Return nil for success, an error to retry (until
@@ -51,6 +63,7 @@ type HandlerFunc func(ctx context.Context, job *Job) error
 type Registry struct {
 	mu         sync.RWMutex
 	handlers   map[string]HandlerFunc
+	policies   map[string]KindPolicy
 	middleware []namedWork // outermost first (Use)
 }
 
@@ -58,7 +71,9 @@ type Registry struct {
 var ErrDuplicateHandler = errors.New("processor: a handler is already registered for this job type")
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{handlers: map[string]HandlerFunc{}} }
+func NewRegistry() *Registry {
+	return &Registry{handlers: map[string]HandlerFunc{}, policies: map[string]KindPolicy{}}
+}
 
 // Handle registers the raw-bytes handler of a job type.
 func (r *Registry) Handle(jobType string, h HandlerFunc) error {

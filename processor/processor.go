@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -381,7 +380,8 @@ func (p *Processor) settle(ws *workerSlots, log jobLogger, ref jobs.LeaseRef, j 
 	case j.Attempt >= j.MaxAttempts:
 		return p.deadLetter(ws, log, ref, jobs.ReasonMaxRetriesExceeded, fmt.Sprintf("attempt %d of %d failed: %s", j.Attempt, j.MaxAttempts, f.msg))
 	default:
-		return p.retry(ws, log, ref, p.cfg.Retry.Delay(j.Attempt, rand.Float64()), f.msg)
+		d, _ := p.retryDelay(log, j, f.err)
+		return p.retry(ws, log, ref, d, f.msg)
 	}
 }
 

@@ -68,6 +68,9 @@ type run struct {
 	answered bool
 	started  jobs.Started
 	startErr error
+	// start is what the job's start tells the store: the processor's
+	// parameters with its kind's timeout and zombie policy.
+	start jobs.StartParams
 }
 
 // prepare makes f's run and hands its beat to the heartbeater before the
@@ -85,9 +88,11 @@ func (p *Processor) prepare(f *fetched) *run {
 		job: Job{
 			ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload,
 			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, Metadata: j.Metadata, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
+			ZombieRetries: j.ZombieRetries, LastError: j.LastError,
 		},
-		ctx:  withDeadline{Context: jobCtx},
-		beat: beat{ref: j.Ref(), cancel: cancel, log: jobLogger{base: p.log, job: j}, pending: true},
+		start: p.startParams(j.Type),
+		ctx:   withDeadline{Context: jobCtx},
+		beat:  beat{ref: j.Ref(), cancel: cancel, log: jobLogger{base: p.log, job: j}, pending: true},
 	}
 	rn.ctx.report = &rn.report
 	rn.report.keeps, rn.report.beat, rn.report.hb = p.reporter != nil && p.batch != nil, &rn.beat, p.hb
@@ -109,7 +114,7 @@ func (rn *run) answer(st jobs.Started, err error) {
 func (p *Processor) begin(ws *workerSlots, rn *run) *run {
 	if !rn.answered {
 		p.write(rn.beat.log, "start", func(ctx context.Context) error {
-			st, err := p.startJob(ctx, ws, rn.beat.ref)
+			st, err := p.startJob(ctx, ws, rn.beat.ref, rn.start)
 			rn.answer(st, err)
 			return err
 		})
@@ -184,6 +189,7 @@ func (p *Processor) execute(ws *workerSlots, rn *run) *run {
 	p.cfg.Observer.JobStarted(j, st)
 	due := time.Now().Add(st.Timeout)
 	rn.job.Attempt, rn.job.Deadline, rn.ctx.at = st.AttemptCount, due, due
+	rn.job.Timeout, rn.job.TimeoutFrom, rn.job.ZombieRetryCap = st.Timeout, st.TimeoutFrom, rn.start.ZombieRetryCap
 	ws.arm(rn, due)
 	execCtx := context.Context(&rn.ctx)
 	hj := &rn.job

@@ -80,13 +80,12 @@ func (s *Store) Transition(ctx context.Context, t jobs.Transitions) (jobs.Transi
 	if len(t.Starts)+len(t.Completes)+len(retries)+len(deadLetters) > 0 {
 		var got transitioned
 		err := s.do(ctx, "transition", idempotent, func(ctx context.Context) error {
-			rows, err := s.db.QueryContext(ctx, s.q.transition,
+			rows, err := s.db.QueryContext(ctx, s.q.transition, append([]any{
 				named("starts", s.leaseTVP(t.Starts)), named("completes", s.leaseTVP(t.Completes)),
 				named("retries", mssql.TVP{TypeName: s.schema + ".RetryList", Value: retries}),
 				named("deadLetters", mssql.TVP{TypeName: s.schema + ".DeadLetterList", Value: deadLetters}),
-				named("outputs", s.outputTVP(t.Outputs)),
-				named("defaultMs", t.StartParams.DefaultTimeout.Milliseconds()),
-				named("heartbeatMaxMs", t.StartParams.HeartbeatMax.Milliseconds()))
+				named("outputs", s.outputTVP(t.Outputs))},
+				startArgs(t.StartParams)...)...)
 			if err != nil {
 				return err
 			}
@@ -147,12 +146,14 @@ func scanTransitioned(rows *sql.Rows) (transitioned, error) {
 			var ref jobs.LeaseRef
 			var attempts sql.NullInt64
 			var started, deadline sql.NullTime
-			if err := rows.Scan(&kind, &ref.ID, &ref.Lease, &attempts, &started, &deadline); err != nil {
+			var from sql.NullInt64
+			if err := rows.Scan(&kind, &ref.ID, &ref.Lease, &attempts, &started, &deadline, &from); err != nil {
 				return got, err
 			}
 			switch kind {
 			case kindStart:
-				st := jobs.Started{AttemptCount: int(attempts.Int64), StartedAt: started.Time.UTC(), DeadlineAt: deadline.Time.UTC()}
+				st := jobs.Started{AttemptCount: int(attempts.Int64), StartedAt: started.Time.UTC(), DeadlineAt: deadline.Time.UTC(),
+					TimeoutFrom: jobs.PolicySource(from.Int64)}
 				st.Timeout = st.DeadlineAt.Sub(st.StartedAt)
 				got.started[ref] = st
 			case kindComplete, kindRetry, kindDeadLetter, kindRetryCancelled:

@@ -361,17 +361,25 @@ func (d *doctorRun) familyStart(ctx context.Context) (string, error) {
 	if err := need(len(d.jobs.fetched), doctorStarts, "fetched jobs"); err != nil {
 		return "", err
 	}
-	for _, ref := range take(&d.jobs.fetched, doctorStarts) {
-		st, err := d.st.Start(ctx, ref, jobs.StartParams{DefaultTimeout: time.Hour})
+	for i, ref := range take(&d.jobs.fetched, doctorStarts) {
+		// The last one as a kind with its own policy would (ADR 0029):
+		// its timeout wins over the default, and its zombie policy is
+		// recorded.
+		p, want, from := jobs.StartParams{DefaultTimeout: time.Hour}, time.Hour, jobs.SourceDefault
+		if i == doctorStarts-1 {
+			p.Timeout, p.TimeoutFrom, p.ZombieRetryCap, want, from = 30*time.Minute, jobs.SourceKind, 1, 30*time.Minute, jobs.SourceKind
+		}
+		st, err := d.st.Start(ctx, ref, p)
 		if err := d.after(ctx, err); err != nil {
 			return "", err
 		}
-		if st.AttemptCount != 1 || st.Timeout != time.Hour {
-			return "", fmt.Errorf("sqlserver: job %d started as attempt %d with a timeout of %v, not attempt 1 of an hour", ref.ID, st.AttemptCount, st.Timeout)
+		if st.AttemptCount != 1 || st.Timeout != want || st.TimeoutFrom != from {
+			return "", fmt.Errorf("sqlserver: job %d started as attempt %d with a timeout of %v from %s, not attempt 1 of %v from %s",
+				ref.ID, st.AttemptCount, st.Timeout, st.TimeoutFrom, want, from)
 		}
 		d.jobs.running = append(d.jobs.running, ref)
 	}
-	return fmt.Sprintf("%d fetched jobs started, one statement each: attempt 1, deadline in an hour", doctorStarts), nil
+	return fmt.Sprintf("%d fetched jobs started, one statement each: attempt 1, deadline in an hour (the default), the last in 30 minutes (a kind's timeout)", doctorStarts), nil
 }
 
 func (d *doctorRun) familyHeartbeat(ctx context.Context) (string, error) {

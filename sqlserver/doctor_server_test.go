@@ -208,7 +208,8 @@ func unifiedRow(j *jobs.Job) []driver.Value {
 		orNil(j.LastUpdatedAt), orNil(j.WorkerID), j.Lease, orNil(j.StartedAt), orNil(j.HeartbeatAt), orNil(j.DeadlineAt),
 		orNil(j.LastError), orNil(j.FinishedAt), duration, reason, orNil(j.ErrorDetails), int64(j.SnoozeCount),
 		orNil(j.CancelRequestedAt), orNil(j.CancelNote), orNil(j.HeartbeatMax.Milliseconds()),
-		orNil(metadataText(j.Metadata)), orNil(string(j.Output)), orNil(j.Progress), orNil(j.ProgressMessage)}
+		orNil(metadataText(j.Metadata)), orNil(string(j.Output)), orNil(j.Progress), orNil(j.ProgressMessage),
+		orNil(int64(j.TimeoutFrom)), orNil(int64(j.ZombieRetryCap)), orNil(int64(j.ZombieRetries))}
 }
 
 func metadataText(m map[string]string) string {
@@ -217,6 +218,13 @@ func metadataText(m map[string]string) string {
 		panic(err)
 	}
 	return s
+}
+
+// startParamsOf reads a start's parameters (startArgs).
+func startParamsOf(a args) jobs.StartParams {
+	ms := func(name string) time.Duration { return time.Duration(a.i64(name)) * time.Millisecond }
+	return jobs.StartParams{DefaultTimeout: ms("defaultMs"), HeartbeatMax: ms("heartbeatMaxMs"), Timeout: ms("timeoutMs"),
+		TimeoutFrom: jobs.PolicySource(a.i64("timeoutFrom")), ZombieRetryCap: int(a.i64("zombieRetryCap"))}
 }
 
 func jobRows(js []*jobs.Job) [][]driver.Value {
@@ -363,15 +371,14 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 		},
 		q.start: func(c recordedCall) ([][]driver.Value, error) {
 			a := argsOf(c)
-			st, err := mem().Start(ctx, jobs.LeaseRef{ID: a.i64("id"), Lease: a.i64("lease")},
-				jobs.StartParams{DefaultTimeout: time.Duration(a.i64("defaultMs")) * time.Millisecond})
+			st, err := mem().Start(ctx, jobs.LeaseRef{ID: a.i64("id"), Lease: a.i64("lease")}, startParamsOf(a))
 			if errors.Is(err, jobs.ErrLeaseLost) {
 				return nil, nil
 			}
 			if err != nil {
 				return nil, err
 			}
-			return one(int64(st.AttemptCount), st.StartedAt, st.DeadlineAt), nil
+			return one(int64(st.AttemptCount), st.StartedAt, st.DeadlineAt, int64(st.TimeoutFrom)), nil
 		},
 		q.heartbeat: func(c recordedCall) ([][]driver.Value, error) {
 			refs := argsOf(c).refs("refs")
@@ -601,10 +608,9 @@ func containsRef(refs []jobs.LeaseRef, r jobs.LeaseRef) bool {
 }
 
 // transition is qTransition: one result set of (Kind, Id, RunLease,
-// AttemptCount, StartedAtUtc, DeadlineUtc).
+// AttemptCount, StartedAtUtc, DeadlineUtc, TimeoutSource).
 func (srv *doctorServer) transition(a args) ([][]driver.Value, error) {
-	t := jobs.Transitions{Starts: a.refs("starts"), Completes: a.refs("completes"),
-		StartParams: jobs.StartParams{DefaultTimeout: time.Duration(a.i64("defaultMs")) * time.Millisecond}}
+	t := jobs.Transitions{Starts: a.refs("starts"), Completes: a.refs("completes"), StartParams: startParamsOf(a)}
 	for _, r := range a.tvp("retries").([]retryRow) {
 		t.Retries = append(t.Retries, jobs.RetryItem{Ref: jobs.LeaseRef{ID: r.ID, Lease: r.Lease},
 			Params: jobs.RetryParams{Delay: time.Duration(r.DelayMs) * time.Millisecond, Error: r.Error}})
@@ -622,11 +628,11 @@ func (srv *doctorServer) transition(a args) ([][]driver.Value, error) {
 	}
 	out := [][]driver.Value{}
 	row := func(kind int64, ref jobs.LeaseRef) {
-		out = append(out, []driver.Value{kind, ref.ID, ref.Lease, nil, nil, nil})
+		out = append(out, []driver.Value{kind, ref.ID, ref.Lease, nil, nil, nil, nil})
 	}
 	for i, s := range r.Starts {
 		if s.Err == nil {
-			out = append(out, []driver.Value{int64(kindStart), t.Starts[i].ID, t.Starts[i].Lease, int64(s.Started.AttemptCount), s.Started.StartedAt, s.Started.DeadlineAt})
+			out = append(out, []driver.Value{int64(kindStart), t.Starts[i].ID, t.Starts[i].Lease, int64(s.Started.AttemptCount), s.Started.StartedAt, s.Started.DeadlineAt, int64(s.Started.TimeoutFrom)})
 		}
 	}
 	for i, err := range r.Completes {

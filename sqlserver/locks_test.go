@@ -569,3 +569,39 @@ func TestHeartbeatAndReleaseAreChunked(t *testing.T) {
 		t.Fatalf("statements: heartbeat %d, release %d; want 3 each for %d refs", counts[s.q.heartbeat], counts[s.q.release], len(refs))
 	}
 }
+
+// Phase 2's recovery of jobs whose kind opted into zombie retries (ADR
+// 0029) runs inside the same transaction and under the same rescue lock as
+// its move to the DLQ, before it, with the same hints; the move takes what
+// the batch's limit leaves; both test the silence alike; and the recovery
+// spends no lease: it leaves RunLease alone (the next claim bumps it).
+func TestRescueZombiesRecoversUnderTheRescueLock(t *testing.T) {
+	q := render("my_schema").rescueZombies
+	lock := strings.Index(q, "sp_getapplock @Resource = N'chokaq:MY_SCHEMA:rescue:phases-2-3'")
+	update := strings.Index(q, "UPDATE h\nSET Status = 0")
+	del := strings.Index(q, "DELETE h")
+	commit := strings.Index(q, "COMMIT TRANSACTION;")
+	if lock < 0 || update < 0 || del < 0 || commit < 0 || !(lock < update && update < del && del < commit) {
+		t.Fatalf("want the applock, then the recovery, then the move, then COMMIT (%d, %d, %d, %d):\n%s", lock, update, del, commit, q)
+	}
+	recovery, move := q[update:del], q[del:commit]
+	for _, want := range []string{"TOP (@limit)", "UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK", outerHotHints, zombieCandidate, zombieOuter,
+		"c.ZombieRetryCap > 0 AND (c.ZombieRetries IS NULL OR c.ZombieRetries < c.ZombieRetryCap) AND c.CancelRequestedUtc IS NULL",
+		"h.ZombieRetryCap > 0 AND (h.ZombieRetries IS NULL OR h.ZombieRetries < h.ZombieRetryCap) AND h.CancelRequestedUtc IS NULL",
+		"ZombieRetries = ISNULL(h.ZombieRetries, 0) + 1", "LastError = N'recovered: heartbeat expired", "INTO @recovered"} {
+		if !strings.Contains(recovery, want) {
+			t.Errorf("the recovery lacks %q:\n%s", want, recovery)
+		}
+	}
+	if strings.Contains(recovery, "RunLease =") {
+		t.Errorf("the recovery writes RunLease; only a claim hands out a lease:\n%s", recovery)
+	}
+	for _, want := range []string{"SET @left = @limit - @@ROWCOUNT;", "TOP (@left)", zombieCandidate, zombieOuter} {
+		if !strings.Contains(q[update:commit], want) {
+			t.Errorf("phase 2 lacks %q", want)
+		}
+	}
+	if strings.Contains(move, "ZombieRetryCap") {
+		t.Errorf("the move tests the zombie policy: a job the recovery left Processing is one it must dead-letter:\n%s", move)
+	}
+}

@@ -67,21 +67,24 @@ const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     CAST(NULL AS DATETIME2(7)), CAST(NULL AS BIGINT), CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
     $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs,
-    $.Metadata, CAST(NULL AS NVARCHAR(MAX)), $.ProgressFraction, $.ProgressMessage`
+    $.Metadata, CAST(NULL AS NVARCHAR(MAX)), $.ProgressFraction, $.ProgressMessage,
+    $.TimeoutSource, $.ZombieRetryCap, $.ZombieRetries`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7)), $.LastError,
     $.FinishedAtUtc, $.DurationMs, CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
-    $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200))`
+    $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
+    CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT)`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
     $.StartedAtUtc, $.HeartbeatUtc, $.DeadlineUtc, $.LastError,
     $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails,
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
-    $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200))`
+    $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
+    CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT)`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -96,6 +99,7 @@ var unifiedNames = [][2]string{
 	{"SnoozeCount", "INT"}, {"CancelRequestedUtc", "DATETIME2(7)"}, {"CancelNote", "NVARCHAR(500)"},
 	{"HeartbeatMaxMs", "INT"}, {"Metadata", "NVARCHAR(MAX)"}, {"OutputJson", "NVARCHAR(MAX)"}, {"ProgressFraction", "REAL"},
 	{"ProgressMessage", "NVARCHAR(200)"},
+	{"TimeoutSource", "TINYINT"}, {"ZombieRetryCap", "INT"}, {"ZombieRetries", "INT"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -358,21 +362,33 @@ COMMIT TRANSACTION;`
 // of losing the job: the lease belongs to this claim alone.
 const qStart = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-DECLARE @started TABLE (AttemptCount INT NOT NULL, StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL);
+DECLARE @started TABLE (AttemptCount INT NOT NULL, StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL, TimeoutSource TINYINT NULL);
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
-    DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
-                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END,
-    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)
-OUTPUT inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
+    DeadlineUtc = ` + startDeadline + `,
+    TimeoutSource = ` + startTimeoutSource + `,
+    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0), ZombieRetryCap = NULLIF(@zombieRetryCap, 0)
+OUTPUT inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc, inserted.TimeoutSource INTO @started
 FROM {{s}}.JobsHot AS h WITH (ROWLOCK)
 LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
 WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 1;
 IF @@ROWCOUNT = 0
-    INSERT INTO @started (AttemptCount, StartedAtUtc, DeadlineUtc)
-    SELECT AttemptCount, StartedAtUtc, DeadlineUtc FROM {{s}}.JobsHot
+    INSERT INTO @started (AttemptCount, StartedAtUtc, DeadlineUtc, TimeoutSource)
+    SELECT AttemptCount, StartedAtUtc, DeadlineUtc, TimeoutSource FROM {{s}}.JobsHot
     WHERE Id = @id AND RunLease = @lease AND Status = 2;
-SELECT AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;`
+SELECT AttemptCount, StartedAtUtc, DeadlineUtc, TimeoutSource FROM @started;`
+
+// startDeadline is a start's deadline, by jobs.StartParams.EffectiveTimeout:
+// the job's or kind's timeout (@timeoutMs, 0 for none), else the queue's
+// execution timeout, else the processor's default. startTimeoutSource is
+// the level it came from, a jobs.PolicySource (@timeoutFrom is the job's
+// or kind's).
+const (
+	startDeadline = `CASE WHEN @timeoutMs > 0 THEN ` + "{{kindDeadline}}" + `
+                       WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
+                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END`
+	startTimeoutSource = `CASE WHEN @timeoutMs > 0 THEN @timeoutFrom WHEN q.ExecutionTimeoutSeconds IS NULL THEN 4 ELSE 3 END`
+)
 
 // Heartbeat of many jobs in one statement. FORCESEEK keeps it a seek per
 // listed job whatever the optimizer guesses about the table parameter. The
@@ -438,7 +454,7 @@ END
 ELSE IF @marked = 0
 BEGIN
     UPDATE {{s}}.JobsHot WITH (ROWLOCK)
-    SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL,
+    SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL, ProgressFraction = NULL, ProgressMessage = NULL,
         LastUpdatedUtc = @now, AttemptCount = AttemptCount - 1, SnoozeCount = SnoozeCount + 1,
         ScheduledAtUtc = ` + "{{retryAt}}" + `
     WHERE Id = @id AND RunLease = @lease AND Status = 2;
@@ -480,25 +496,25 @@ SET XACT_ABORT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @locked INT;
 DECLARE @started TABLE (Id BIGINT NOT NULL PRIMARY KEY, Lease BIGINT NOT NULL, AttemptCount INT NOT NULL,
-    StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL);
+    StartedAtUtc DATETIME2(7) NOT NULL, DeadlineUtc DATETIME2(7) NOT NULL, TimeoutSource TINYINT NULL);
 -- 1. Fetched -> Processing. A job this lease already started is reported
 -- as it was started, as qStart does.
 UPDATE h
 SET Status = 2, AttemptCount = h.AttemptCount + 1, StartedAtUtc = @now, HeartbeatUtc = @now, LastUpdatedUtc = @now,
-    DeadlineUtc = CASE WHEN q.ExecutionTimeoutSeconds IS NULL THEN ` + "{{defaultDeadline}}" + `
-                       ELSE DATEADD(SECOND, q.ExecutionTimeoutSeconds, @now) END,
-    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0)
-OUTPUT inserted.Id, inserted.RunLease, inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc INTO @started
+    DeadlineUtc = ` + startDeadline + `,
+    TimeoutSource = ` + startTimeoutSource + `,
+    HeartbeatMaxMs = NULLIF(@heartbeatMaxMs, 0), ZombieRetryCap = NULLIF(@zombieRetryCap, 0)
+OUTPUT inserted.Id, inserted.RunLease, inserted.AttemptCount, inserted.StartedAtUtc, inserted.DeadlineUtc, inserted.TimeoutSource INTO @started
 FROM @starts AS sr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = sr.Id AND h.RunLease = sr.Lease
 LEFT JOIN {{s}}.Queues AS q ON q.Name = h.Queue
 WHERE h.Status = 1;
-INSERT INTO @started (Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc)
-SELECT h.Id, h.RunLease, h.AttemptCount, h.StartedAtUtc, h.DeadlineUtc
+INSERT INTO @started (Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc, TimeoutSource)
+SELECT h.Id, h.RunLease, h.AttemptCount, h.StartedAtUtc, h.DeadlineUtc, h.TimeoutSource
 FROM @starts AS sr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK) ON h.Id = sr.Id AND h.RunLease = sr.Lease
 WHERE h.Status = 2 AND NOT EXISTS (SELECT 1 FROM @started AS done WHERE done.Id = h.Id);
-SELECT CAST(1 AS TINYINT), Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc FROM @started;
+SELECT CAST(1 AS TINYINT), Id, Lease, AttemptCount, StartedAtUtc, DeadlineUtc, TimeoutSource FROM @started;
 -- 2. Processing -> Archive, one atomic move.
 -- Each with the output its handler recorded, if any (@outputs, ADR 0028).
 DELETE h
@@ -526,7 +542,7 @@ FROM @retries AS rr
 INNER JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK) ON h.Id = rr.Id AND h.RunLease = rr.Lease
 WHERE h.Status = 2 AND h.CancelRequestedUtc IS NOT NULL;
 UPDATE h
-SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL,
+SET Status = 0, WorkerId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL, ProgressFraction = NULL, ProgressMessage = NULL,
     LastUpdatedUtc = @now, LastError = NULLIF(rr.Error, N''), ScheduledAtUtc = ` + "{{retryAtItem}}" + `
 OUTPUT CAST(3 AS TINYINT), inserted.Id, inserted.RunLease, ` + transitionNulls + `
 FROM @retries AS rr
@@ -585,7 +601,7 @@ SELECT Id, Outcome, Queue, Type FROM @judged;`
 
 // transitionNulls fill the start columns of qTransition's other rows, so
 // that every row it returns has one shape.
-const transitionNulls = `CAST(NULL AS INT), CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7))`
+const transitionNulls = `CAST(NULL AS INT), CAST(NULL AS DATETIME2(7)), CAST(NULL AS DATETIME2(7)), CAST(NULL AS TINYINT)`
 
 // Fetched -> Pending for jobs a worker gives back; stale refs match nothing.
 const qRelease = `SET NOCOUNT ON;
@@ -654,7 +670,13 @@ func silentForMissedBeats(alias string) string {
 // queue's ZombieTimeoutSeconds, else the global timeout, and than 3 x the
 // heartbeat maximum their worker declared when it started them
 // (HeartbeatMaxMs; jobs.ZombieTimeout), move to the DLQ as Zombie. Their
-// side effects are uncertain, so they are never re-run.
+// side effects are uncertain, so they are never re-run, unless their kind
+// opted in (ZombieRetryCap, recorded at start): below the cap such a job
+// goes back to Pending instead (2a, before the move, in the same
+// transaction under the same rescue lock, so N1's serialization of phases
+// 2 and 3 holds), and the batch's limit counts both. The moved rows come
+// back as the DELETE's output, the recovered ones as a second result set
+// with a ninth column.
 //
 // The candidate seeks IX_JobsHot_Heartbeat up to the loosest cutoff (now
 // minus the shortest of the global and the per-queue timeouts): a live job
@@ -671,8 +693,10 @@ func silentForMissedBeats(alias string) string {
 var qRescueZombies = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
-DECLARE @rc INT;
+DECLARE @rc INT, @left INT;
 DECLARE @timeouts TABLE (Queue NVARCHAR(100) NOT NULL PRIMARY KEY, Seconds INT NOT NULL);
+DECLARE @recovered TABLE (Id BIGINT NOT NULL PRIMARY KEY, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL, WorkerId NVARCHAR(200) NULL,
+    RunLease BIGINT NOT NULL, LastSeen DATETIME2(7) NOT NULL, Reason INT NOT NULL, At DATETIME2(7) NOT NULL);
 BEGIN TRANSACTION;
 ` + rescueLockTaken + `
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
@@ -684,28 +708,79 @@ DECLARE @loosest DATETIME2(7) = ` + "{{timeoutAgo}}" + `;
 SELECT @shortest = MIN(Seconds) FROM @timeouts;
 IF @shortest IS NOT NULL AND DATEADD(SECOND, -@shortest, @now) > @loosest
     SET @loosest = DATEADD(SECOND, -@shortest, @now);
-DELETE h
-OUTPUT ` + dlqFromDeleted + `, 2,
-    N'zombie: heartbeat expired (last heartbeat ' + CONVERT(NVARCHAR(33), ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 127)
-        + N'Z, timeout ' + CONVERT(NVARCHAR(20), (CASE WHEN ` + missedBeatsMs("deleted") + ` > ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs)
-            THEN ` + missedBeatsMs("deleted") + ` ELSE ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs) END) / 1000)
-        + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
-INTO {{s}}.JobsDLQ (` + dlqColumns + `)
-OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
+-- 2a. Jobs whose kind opted into zombie retries, below their cap and not
+-- asked to cancel: back to Pending, due now, their attempt spent. The
+-- lease is not touched: the row is no longer Processing, so the old
+-- holder's every call matches nothing, and the next claim hands out
+-- lease+1.
+UPDATE h
+SET Status = 0, WorkerId = NULL, ClaimId = NULL, StartedAtUtc = NULL, HeartbeatUtc = NULL, DeadlineUtc = NULL, HeartbeatMaxMs = NULL, ProgressFraction = NULL, ProgressMessage = NULL,
+    LastUpdatedUtc = @now, ScheduledAtUtc = @now, ZombieRetries = ISNULL(h.ZombieRetries, 0) + 1,
+    LastError = N'recovered: heartbeat expired (last heartbeat ' + CONVERT(NVARCHAR(33), ISNULL(h.HeartbeatUtc, h.LastUpdatedUtc), 127)
+        + N'Z, timeout ' + CONVERT(NVARCHAR(20), ` + zombieTimeoutMs("h") + ` / 1000)
+        + N's, worker ' + ISNULL(h.WorkerId, N'') + N'); zombie retry '
+        + CONVERT(NVARCHAR(11), ISNULL(h.ZombieRetries, 0) + 1) + N' of ' + CONVERT(NVARCHAR(11), h.ZombieRetryCap)
+OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now INTO @recovered
 FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
 INNER JOIN (
     SELECT TOP (@limit) c.Id
     FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     LEFT JOIN @timeouts AS ct ON ct.Queue = c.Queue
-    WHERE c.Status = 2 AND c.HeartbeatUtc < @loosest
-      AND c.HeartbeatUtc < ISNULL(DATEADD(SECOND, -ct.Seconds, @now), @globalCutoff)
-      AND ` + silentForMissedBeats("c") + `
+    WHERE ` + zombieCandidate + ` AND ` + recoverable("c") + `
     ORDER BY c.HeartbeatUtc
 ) AS x ON x.Id = h.Id
 LEFT JOIN @timeouts AS q ON q.Queue = h.Queue
-WHERE h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff)
-  AND ` + silentForMissedBeats("h") + `;
-COMMIT TRANSACTION;`
+WHERE ` + zombieOuter + ` AND ` + recoverable("h") + `;
+SET @left = @limit - @@ROWCOUNT;
+-- 2b. Every other silent job: to the DLQ as Zombie (I4).
+DELETE h
+OUTPUT ` + dlqFromDeleted + `, 2,
+    N'zombie: heartbeat expired (last heartbeat ' + CONVERT(NVARCHAR(33), ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 127)
+        + N'Z, timeout ' + CONVERT(NVARCHAR(20), ` + zombieTimeoutMs("deleted") + ` / 1000)
+        + N's, worker ' + ISNULL(deleted.WorkerId, N'') + N')'
+INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+OUTPUT ` + rescuedOutput + `, ISNULL(deleted.HeartbeatUtc, deleted.LastUpdatedUtc), 2, @now
+FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
+INNER JOIN (
+    SELECT TOP (@left) c.Id
+    FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    LEFT JOIN @timeouts AS ct ON ct.Queue = c.Queue
+    WHERE ` + zombieCandidate + `
+    ORDER BY c.HeartbeatUtc
+) AS x ON x.Id = h.Id
+LEFT JOIN @timeouts AS q ON q.Queue = h.Queue
+WHERE ` + zombieOuter + `;
+COMMIT TRANSACTION;
+SELECT Id, Queue, Type, WorkerId, RunLease, LastSeen, Reason, At, CAST(1 AS BIT) FROM @recovered;`
+
+// zombieCandidate and zombieOuter are phase 2's test of a silent job, on
+// the candidate (c, its queue's timeout ct) and on the outer table (h, q).
+var (
+	zombieCandidate = `c.Status = 2 AND c.HeartbeatUtc < @loosest
+      AND c.HeartbeatUtc < ISNULL(DATEADD(SECOND, -ct.Seconds, @now), @globalCutoff)
+      AND ` + silentForMissedBeats("c")
+	zombieOuter = `h.Status = 2 AND h.HeartbeatUtc < ISNULL(DATEADD(SECOND, -q.Seconds, @now), @globalCutoff)
+  AND ` + silentForMissedBeats("h")
+)
+
+// zombieTimeoutMs is the timeout phase 2 applied to alias's row, in
+// milliseconds (jobs.ZombieTimeout: the queue's, else @timeoutMs, and at
+// least 3 x the row's heartbeat maximum); q is the row's queue timeout.
+func zombieTimeoutMs(alias string) string {
+	return `(CASE WHEN ` + missedBeatsMs(alias) + ` > ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs)
+            THEN ` + missedBeatsMs(alias) + ` ELSE ISNULL(CAST(q.Seconds AS BIGINT) * 1000, @timeoutMs) END)`
+}
+
+// recoverable is jobs.RecoversZombie for alias's row: its kind's zombie
+// policy, recorded at start, allows one more zombie retry, and no operator
+// asked to cancel it. No function of a column, so the candidate's seek of
+// IX_JobsHot_Heartbeat stays a seek; the three columns are read by the
+// lookup of the clustered row, as HeartbeatMaxMs is, which READPAST skips
+// while a live worker holds it.
+func recoverable(alias string) string {
+	return alias + ".ZombieRetryCap > 0 AND (" + alias + ".ZombieRetries IS NULL OR " + alias + ".ZombieRetries < " + alias + ".ZombieRetryCap)" +
+		" AND " + alias + ".CancelRequestedUtc IS NULL"
+}
 
 // Rescue phase 3: Processing rows past their deadline move to the DLQ as
 // Timeout, even while their worker still heartbeats (a hung handler), or as
@@ -1259,6 +1334,7 @@ func render(name string) *queries {
 		"{{claimedCols}}", unifiedSelect("c"),
 		"{{hotInserted}}", cols(unifiedHot, "inserted"),
 		"{{defaultDeadline}}", delayFrom("default", "@now"),
+		"{{kindDeadline}}", delayFrom("timeout", "@now"),
 		"{{retryAt}}", delayFrom("delay", "@now"),
 		"{{retryAtItem}}", addMs("rr.DelayMs", "@now"),
 		"{{timeoutAgo}}", agoFrom("timeout", "@now"),

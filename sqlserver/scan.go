@@ -27,13 +27,15 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			heartbeatMaxMs                                  sql.NullInt64
 			metadata, output, progressMessage               sql.NullString
 			progress                                        sql.NullFloat64
+			timeoutFrom, zombieCap, zombieRetries           sql.NullInt64
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
 			&started, &heartbeat, &deadline, &lastErr,
 			&done, &durationMs, &reason, &details,
 			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs,
-			&metadata, &output, &progress, &progressMessage)
+			&metadata, &output, &progress, &progressMessage,
+			&timeoutFrom, &zombieCap, &zombieRetries)
 		if err != nil {
 			return nil, err
 		}
@@ -58,6 +60,8 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			j.Output = json.RawMessage(output.String)
 		}
 		j.Progress, j.ProgressMessage = progress.Float64, progressMessage.String
+		j.TimeoutFrom = jobs.PolicySource(timeoutFrom.Int64)
+		j.ZombieRetryCap, j.ZombieRetries = int(zombieCap.Int64), int(zombieRetries.Int64)
 		out = append(out, &j)
 	}
 	return out, rows.Err()

@@ -615,9 +615,10 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 	var st jobs.Started
 	var found bool
 	err := s.do(ctx, "start", idempotent, func(ctx context.Context) error {
-		err := s.db.QueryRowContext(ctx, s.q.start, named("id", ref.ID), named("lease", ref.Lease),
-			named("defaultMs", p.DefaultTimeout.Milliseconds()), named("heartbeatMaxMs", p.HeartbeatMax.Milliseconds())).
-			Scan(&st.AttemptCount, &st.StartedAt, &st.DeadlineAt)
+		var from sql.NullInt64
+		err := s.db.QueryRowContext(ctx, s.q.start, append([]any{named("id", ref.ID), named("lease", ref.Lease)}, startArgs(p)...)...).
+			Scan(&st.AttemptCount, &st.StartedAt, &st.DeadlineAt, &from)
+		st.TimeoutFrom = jobs.PolicySource(from.Int64)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			found = false
@@ -649,6 +650,18 @@ func progressOf(chunk []jobs.LeaseRef, byRef map[jobs.LeaseRef]progressRow) []pr
 		}
 	}
 	return out
+}
+
+// startArgs are the parameters of a start, one-job or batch: the default
+// timeout, the heartbeat maximum, the job's or kind's timeout and its
+// source, and the kind's zombie policy, each always declared the same.
+func startArgs(p jobs.StartParams) []any {
+	from := p.TimeoutFrom
+	if from == jobs.SourceUnknown {
+		from = jobs.SourceKind
+	}
+	return []any{named("defaultMs", p.DefaultTimeout.Milliseconds()), named("heartbeatMaxMs", p.HeartbeatMax.Milliseconds()),
+		named("timeoutMs", p.Timeout.Milliseconds()), named("timeoutFrom", int64(from)), named("zombieRetryCap", int64(p.ZombieRetryCap))}
 }
 
 // leaseRow is one row of the IdLeaseList table type.
@@ -908,15 +921,30 @@ func (s *Store) rescue(ctx context.Context, op, stmt string, p jobs.RescueParams
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() {
-			var r jobs.Rescued
-			var worker sql.NullString
-			var reason sql.NullInt64
-			if err := rows.Scan(&r.ID, &r.Queue, &r.Type, &worker, &r.Lease, &r.LastSeen, &reason, &r.At); err != nil {
+		// Phase 2 returns a second result set, the jobs it recovered, with
+		// a ninth column (qRescueZombies).
+		for more := true; more; more = rows.NextResultSet() {
+			names, err := rows.Columns()
+			if err != nil {
 				return err
 			}
-			r.WorkerID, r.Reason, r.LastSeen, r.At = worker.String, jobs.FailureReason(reason.Int64), r.LastSeen.UTC(), r.At.UTC()
-			out = append(out, r)
+			for rows.Next() {
+				var r jobs.Rescued
+				var worker sql.NullString
+				var reason sql.NullInt64
+				dest := []any{&r.ID, &r.Queue, &r.Type, &worker, &r.Lease, &r.LastSeen, &reason, &r.At}
+				if len(names) > len(dest) {
+					dest = append(dest, &r.Recovered)
+				}
+				if err := rows.Scan(dest...); err != nil {
+					return err
+				}
+				r.WorkerID, r.Reason, r.LastSeen, r.At = worker.String, jobs.FailureReason(reason.Int64), r.LastSeen.UTC(), r.At.UTC()
+				out = append(out, r)
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
 		}
 		return rows.Err()
 	})

@@ -469,7 +469,7 @@ func statementParams(stmt string) []string {
 // milliseconds and every instant is derived from SYSUTCDATETIME().
 func TestWorkerAndRescueStatementsReadTheServerClock(t *testing.T) {
 	notTimes := []string{"queue", "worker", "limit", "id", "lease", "refs", "error", "reason", "details", "defaultMs", "delayMs", "timeoutMs",
-		"heartbeatMaxMs",
+		"heartbeatMaxMs", "timeoutFrom", "zombieRetryCap",
 		"claimId", "lockTimeoutMs", "starts", "completes", "retries", "deadLetters", "ids", "noteText",
 		"outputs", "progress",
 		"Resource", "LockMode", "LockOwner", "LockTimeout"} // the last four name sp_getapplock's parameters

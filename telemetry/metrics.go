@@ -70,6 +70,7 @@ type Metrics struct {
 	deadLettered, leaseLost, heartbeatFailures                         metric.Int64Counter
 	cancelled, snoozed                                                 metric.Int64Counter
 	rescueRecovered, rescueArchived, rescueDeadline, sweeps            metric.Int64Counter
+	zombiesRecovered                                                   metric.Int64Counter
 	retentionDeleted, scheduleFired                                    metric.Int64Counter
 	duration, queueLag, detectionLatency                               metric.Float64Histogram
 	bufferedGauge, runningGauge, depthGauge                            metric.Int64ObservableGauge
@@ -138,6 +139,7 @@ func New(opts Options) (*Metrics, error) {
 	m.heartbeatFailures = b.counter("chokaq.jobs.heartbeat_failures", "Running jobs whose heartbeats failed HeartbeatFailureThreshold times in a row.")
 	m.rescueRecovered = b.counter("chokaq.rescue.recovered", "Abandoned Fetched jobs returned to Pending (rescue phase 1).")
 	m.rescueArchived = b.counter("chokaq.rescue.archived", "Processing jobs whose heartbeat expired, moved to the DLQ as Zombie (rescue phase 2).")
+	m.zombiesRecovered = b.counter("chokaq.rescue.zombies_recovered", "Processing jobs whose heartbeat expired, returned to Pending under their kind's zombie policy (rescue phase 2).")
 	m.rescueDeadline = b.counter("chokaq.rescue.deadline", "Processing jobs past their deadline, moved to the DLQ as Timeout (rescue phase 3).")
 	m.sweeps = b.counterUnit("chokaq.rescue.sweeps", "{sweep}", "Rescue sweeps this process ran, by result: ok, failed, or skipped (another process leads).")
 	m.retentionDeleted = b.counter("chokaq.retention.deleted", "Archived and dead-lettered jobs the retention loop deleted past their retention, by table and queue.")

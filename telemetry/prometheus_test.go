@@ -132,6 +132,7 @@ func recordEveryInstrument(t *testing.T, m *telemetry.Metrics) jobs.Store {
 	for phase, reason := range map[zombie.Phase]jobs.FailureReason{zombie.PhaseFetched: 0, zombie.PhaseZombie: jobs.ReasonZombie, zombie.PhaseDeadline: jobs.ReasonTimeout} {
 		m.OnRescue(phase, jobs.Rescued{Queue: "q", Type: "t", Reason: reason, At: now, LastSeen: now.Add(-90 * time.Second)})
 	}
+	m.OnRescue(zombie.PhaseZombie, jobs.Rescued{Queue: "q", Type: "t", Reason: jobs.ReasonZombie, Recovered: true, At: now, LastSeen: now.Add(-90 * time.Second)})
 	m.SampleDepthsAfterSweep(store, []string{"q"})(zombie.Result{}, nil)
 	m.OnSweep(zombie.Result{}, nil)
 	runMaintenance(t, m)

@@ -17,7 +17,10 @@ import (
 const depthSampleTimeout = 10 * time.Second
 
 // OnRescue counts a job a rescue phase moved; it fits zombie.Config.OnRescue.
-// Phases 2 and 3 move the job to the DLQ, so they also count
+// Phase 2 returns a job of a kind with a zombie policy to Pending
+// (chokaq.rescue.zombies_recovered, by queue and type: the alert rule
+// ChokaQKindKeepsBeingRecovered watches it). Otherwise phases 2 and 3 move
+// the job to the DLQ, so they also count
 // chokaq.jobs.dead_lettered with the job's reason, and record how long the
 // job went unnoticed: from its last sign of life to the rescue, both on the
 // store's clock.
@@ -30,6 +33,10 @@ func (m *Metrics) OnRescue(phase zombie.Phase, r jobs.Rescued) {
 		m.rescueRecovered.Add(ctx, 1, with)
 		return
 	case zombie.PhaseZombie:
+		if r.Recovered { // back to Pending under its kind's zombie policy
+			m.zombiesRecovered.Add(ctx, 1, with)
+			return
+		}
 		m.rescueArchived.Add(ctx, 1, with)
 	case zombie.PhaseDeadline:
 		m.rescueDeadline.Add(ctx, 1, with)

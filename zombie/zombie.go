@@ -71,24 +71,32 @@ func (p Phase) String() string {
 // Result counts what one sweep moved.
 type Result struct {
 	Recovered int // phase 1
-	Zombies   int // phase 2
-	Expired   int // phase 3
-	Skipped   bool
+	Zombies   int // phase 2, dead-lettered
+	// ZombiesRecovered are the jobs phase 2 returned to Pending under their
+	// kind's zombie policy (jobs.Rescued.Recovered) instead of
+	// dead-lettering them.
+	ZombiesRecovered int
+	Expired          int // phase 3
+	Skipped          bool
 }
 
 // String says what the sweep moved, in the words logs, the dashboard's
 // console and the command use: phase 2 and 3 dead-letter their jobs.
 func (r Result) String() string {
+	if r.ZombiesRecovered > 0 {
+		return fmt.Sprintf("recovered %d abandoned and %d zombies, dead-lettered %d zombies and %d past deadline", r.Recovered, r.ZombiesRecovered, r.Zombies, r.Expired)
+	}
 	return fmt.Sprintf("recovered %d abandoned, dead-lettered %d zombies and %d past deadline", r.Recovered, r.Zombies, r.Expired)
 }
 
 // Moved is the total of the three phases.
-func (r Result) Moved() int { return r.Recovered + r.Zombies + r.Expired }
+func (r Result) Moved() int { return r.Recovered + r.Zombies + r.ZombiesRecovered + r.Expired }
 
 // Counters are totals since the Rescuer was created.
 type Counters struct {
 	Sweeps, FailedSweeps, SkippedSweeps int64
 	Recovered, Zombies, Expired         int64
+	ZombiesRecovered                    int64
 	// LastSweep is when the last sweep finished (successful or not); zero
 	// before the first.
 	LastSweep time.Time
@@ -102,6 +110,7 @@ type Rescuer struct {
 
 	sweeps, failed, skipped     atomic.Int64
 	recovered, zombies, expired atomic.Int64
+	zombiesRecovered            atomic.Int64
 	lastSweep                   atomic.Int64 // unix nanoseconds
 
 	loop periodic.Loop
@@ -214,12 +223,17 @@ func (r *Rescuer) sweep(ctx context.Context, res *Result) error {
 	for _, ph := range phases {
 		for range r.cfg.MaxBatchesPerPhase {
 			got, err := ph.run(ctx, ph.p)
-			*ph.count += len(got)
-			ph.total.Add(int64(len(got)))
 			for _, j := range got {
+				if j.Recovered { // phase 2 under the job's zombie policy
+					res.ZombiesRecovered++
+					r.zombiesRecovered.Add(1)
+				} else {
+					*ph.count++
+					ph.total.Add(1)
+				}
 				r.log.Debug("zombie rescue: job moved", zap.Stringer("phase", ph.phase), zap.Int64("job_id", j.ID),
 					zap.String("queue", j.Queue), zap.String("type", j.Type), zap.Int64("lease", j.Lease),
-					zap.String("worker_id", j.WorkerID), zap.Time("last_seen", j.LastSeen))
+					zap.String("worker_id", j.WorkerID), zap.Time("last_seen", j.LastSeen), zap.Bool("recovered", j.Recovered))
 				if r.cfg.OnRescue != nil {
 					r.cfg.OnRescue(ph.phase, j)
 				}
@@ -236,7 +250,7 @@ func (r *Rescuer) sweep(ctx context.Context, res *Result) error {
 	r.sweeps.Add(1)
 	if res.Moved() > 0 {
 		r.log.Info("zombie rescue: "+res.String(),
-			zap.Int("recovered", res.Recovered), zap.Int("zombies", res.Zombies), zap.Int("expired", res.Expired))
+			zap.Int("recovered", res.Recovered), zap.Int("zombies", res.Zombies), zap.Int("zombies_recovered", res.ZombiesRecovered), zap.Int("expired", res.Expired))
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("zombie: sweep: %w", errors.Join(errs...))
@@ -249,6 +263,7 @@ func (r *Rescuer) Counters() Counters {
 	c := Counters{
 		Sweeps: r.sweeps.Load(), FailedSweeps: r.failed.Load(), SkippedSweeps: r.skipped.Load(),
 		Recovered: r.recovered.Load(), Zombies: r.zombies.Load(), Expired: r.expired.Load(),
+		ZombiesRecovered: r.zombiesRecovered.Load(),
 	}
 	if ns := r.lastSweep.Load(); ns != 0 {
 		c.LastSweep = time.Unix(0, ns)

@@ -370,3 +370,51 @@ func TestAPanickingHookDoesNotEndTheLoop(t *testing.T) {
 
 // secs is a queue timeout of n seconds.
 func secs(n int) *time.Duration { d := time.Duration(n) * time.Second; return &d }
+
+// A silent job of a kind that opted into zombie retries (ADR 0029) is
+// counted apart: recovered, not dead-lettered, in the result, the
+// counters, the log line and OnRescue's Rescued.
+func TestSweepCountsRecoveredZombiesApart(t *testing.T) {
+	clock := memstore.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := memstore.New(memstore.WithClock(clock.Now))
+	ctx := t.Context()
+	for range 2 {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Type: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{jobs.DefaultQueue}, Limit: 2})
+	if err != nil || len(got) != 2 {
+		t.Fatalf("claim %v %v", got, err)
+	}
+	for i, j := range got {
+		if _, err := s.Start(ctx, j.Ref(), jobs.StartParams{DefaultTimeout: time.Hour, ZombieRetryCap: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clock.Advance(zombie.DefaultConfig().ProcessingZombieTimeout + time.Minute)
+	core, logs := observer.New(zap.InfoLevel)
+	var recovered []int64
+	r, err := zombie.New(s, zombie.Config{Logger: zap.New(core), OnRescue: func(p zombie.Phase, j jobs.Rescued) {
+		if p == zombie.PhaseZombie && j.Recovered {
+			recovered = append(recovered, j.ID)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Sweep(ctx)
+	if err != nil || res != (zombie.Result{Zombies: 1, ZombiesRecovered: 1}) || res.Moved() != 2 {
+		t.Fatalf("sweep = %+v, %v; want one zombie dead-lettered and one recovered", res, err)
+	}
+	want := "zombie rescue: recovered 0 abandoned and 1 zombies, dead-lettered 1 zombies and 0 past deadline"
+	if logs.FilterMessage(want).Len() != 1 {
+		t.Fatalf("logs %v, want %q", logs.All(), want)
+	}
+	if len(recovered) != 1 || recovered[0] != got[1].ID {
+		t.Fatalf("OnRescue saw %v recovered, want job %d", recovered, got[1].ID)
+	}
+	if c := r.Counters(); c.Zombies != 1 || c.ZombiesRecovered != 1 {
+		t.Fatalf("counters %+v", c)
+	}
+}

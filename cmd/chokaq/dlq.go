@@ -183,6 +183,10 @@ func writeJob(w *tabwriter.Writer, j *jobs.Job) {
 	row("started", when(j.StartedAt))
 	row("heartbeat", when(j.HeartbeatAt))
 	row("deadline", when(j.DeadlineAt))
+	if j.Table == jobs.TableHot {
+		row("timeout", j.TimeoutText())
+		row("zombie policy", j.ZombieText())
+	}
 	row("finished", when(j.FinishedAt))
 	if j.Table == jobs.TableDLQ {
 		row("reason", fmt.Sprintf("%s (%d)", j.FailureReason, int(j.FailureReason)))

@@ -29,7 +29,7 @@ func TestJobsCommands(t *testing.T) {
 	later := enq(jobs.EnqueueParams{Type: "mail", Queue: "q", Delay: time.Hour})
 	runningID := enq(jobs.EnqueueParams{Type: "report", Queue: "r"})
 	got, _ := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"r"}, Limit: 1})
-	if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+	if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute, ZombieRetryCap: 3}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -80,6 +80,13 @@ func TestJobsCommands(t *testing.T) {
 	show = runIn(t, s, "", "jobs", "show", itoa(runningID))
 	if !strings.Contains(show.stdout, "cancel requested") {
 		t.Errorf("jobs show of a running job whose cancel was requested:\n%s", show.stdout)
+	}
+	// Its effective timeout and where it came from, and its kind's zombie
+	// policy (docs/design.md, Policy per kind).
+	for _, want := range []string{"timeout           1m0s (default)", "zombie policy     retry 0 of 3 used"} {
+		if !strings.Contains(show.stdout, want) {
+			t.Errorf("jobs show of a running job lacks %q:\n%s", want, show.stdout)
+		}
 	}
 	if got := list("--status=processing"); !equalIDs(got, []int64{runningID}) {
 		t.Errorf("a marked job is still Processing until its worker stops: %v", got)

@@ -25,6 +25,7 @@
  *   #define BROKEN_PHASE1_BUMPS_ATTEMPT  I3  rescue phase 1 adds one to AttemptCount
  *   #define BROKEN_NO_HEARTBEAT_FLOOR    I3  phase 2 ignores the heartbeat maximum a start recorded
  *   #define BROKEN_ZOMBIE_TO_PENDING     I4  rescue phase 2 sends expired jobs back to Pending
+ *   #define BROKEN_RECOVER_WHILE_BEATING I4  phase 2 recovers a retry-policy job without waiting for its silence
  *   #define BROKEN_COUNT_OUTSIDE_LOCK    I6  the claim counts active jobs before it locks the queue
  *   #define BROKEN_CHAIN_UNBEATEN        I3  a chained start's job is beaten only once its start is confirmed
  *   #define BROKEN_WAIT_FOR_WAKEUP       L1  after a probe that missed, the fetch loop waits for a wake-up, not the next poll
@@ -77,6 +78,9 @@
 #define ZEFF(q) (ZT(q) > HBMAX -> ZT(q) : HBMAX)
 #endif
 #define ET(q) ((q) == 0 -> ET0 : ET1)
+#define ZCAP 1          /* a retry-policy kind's ZombieRetryCap */
+/* jobs.RecoversZombie, and no cancel requested */
+#define RECOVERS(j)   (zpol[j] && zused[j] < ZCAP && !cr[j])
 
 /* JobsHot.Status */
 #define PEND 0
@@ -97,6 +101,8 @@ byte ageH[NJ];          /* now - HeartbeatUtc, while Processing */
 byte ageS[NJ];          /* now - StartedAtUtc: DeadlineUtc < now is ageS > the queue's timeout */
 byte cid[NJ];           /* p + 1: Fetched under the ClaimId of a claim of process p whose reply was lost */
 byte qof[NJ];           /* Queue */
+bit  zpol[NJ];          /* ZombieRetryCap > 0: the job's kind opted into zombie retries (cap ZCAP) */
+byte zused[NJ];         /* ZombieRetries */
 #ifdef BROKEN_ADOPT_BY_WORKER
 byte wid[NJ];           /* WorkerId: p + 1, 0 for NULL */
 #endif
@@ -260,10 +266,14 @@ inline clearHot(j) {
   cid[j] = 0; kept[j] = 0; attc[j] = 0; SETWID(j, 0)
 }
 /* Every way back to Pending passes here; byHolder says the step is the
- * lease holder's own statement, matched on its lease. */
+ * lease holder's own statement, matched on its lease (1), or rescue phase
+ * 2 under the job's zombie policy (2): amended I4 allows that one only for
+ * a job whose kind opted in, below its cap, and never while a live holder
+ * of its lease beats it (kept). */
 inline toPending(j, byHolder) {
   if
-  :: st[j] == PROC && !byHolder -> badI4 = 1
+  :: st[j] == PROC && byHolder == 0 -> badI4 = 1
+  :: st[j] == PROC && byHolder == 2 && (kept[j] || !RECOVERS(j)) -> badI4 = 1
   :: else -> skip
   fi;
   if
@@ -272,9 +282,9 @@ inline toPending(j, byHolder) {
   fi;
   clearHot(j)
 }
-inline toDLQ(j) { inHot[j] = 0; inDlq[j] = 1; clearHot(j) }
+inline toDLQ(j) { inHot[j] = 0; inDlq[j] = 1; clearHot(j); zused[j] = 0 }
 inline toArchive(j) {
-  inHot[j] = 0;
+  inHot[j] = 0; zused[j] = 0;
 #ifdef BROKEN_SPLIT_MOVE
   limbo[j] = 1;         /* the INSERT is a statement of its own */
 #else
@@ -785,6 +795,18 @@ end:
 #else
 #define PHASE2_MOVE(J) toDLQ(J)
 #endif
+/* Phase 2 under a kind's zombie policy (ADR 0029): the job goes back to
+ * Pending, its attempt spent, its lease left as it was (the next claim
+ * bumps it); a frozen holder's ref still matches RunLease but no longer
+ * the status. */
+#define RECOVER(J) toPending(J, 2); due[J] = 1; zused[J] = zused[J] + 1
+#ifdef BROKEN_RECOVER_WHILE_BEATING
+#define BROKEN_RECOVERY(J) \
+  :: d_step { inHot[J] && st[J] == PROC && RECOVERS(J) && ageS[J] > 0 -> RECOVER(J); \
+       SAY("RescueZombies (broken): job %d recovered without waiting for its silence\n", J) }
+#else
+#define BROKEN_RECOVERY(J)
+#endif
 #define RESCUE_OPTIONS(J) \
   :: d_step { inHot[J] && st[J] == FETCH && ageU[J] > FT -> PHASE1_ATTEMPT(J) toPending(J, 0); due[J] = 1; \
        SAY("RescueFetched (phase 1): job %d Fetched -> Pending\n", J) } \
@@ -793,7 +815,11 @@ end:
        :: kept[J] -> badI3b = 1 \
        :: else -> skip \
        fi; \
-       PHASE2_MOVE(J); SAY("RescueZombies (phase 2): job %d, heartbeat expired, moved\n", J) } \
+       if \
+       :: RECOVERS(J) -> RECOVER(J); SAY("RescueZombies (phase 2): job %d, heartbeat expired, recovered to Pending\n", J) \
+       :: else -> PHASE2_MOVE(J); SAY("RescueZombies (phase 2): job %d, heartbeat expired, moved\n", J) \
+       fi } \
+  BROKEN_RECOVERY(J) \
   :: d_step { inHot[J] && st[J] == PROC && ageS[J] > ET(qof[J]) -> toDLQ(J); \
        SAY("RescueExpired (phase 3): job %d past its deadline -> JobsDLQ\n", J) }
 
@@ -831,7 +857,7 @@ end:
        :: else -> toDLQ(J); SAY("Cancel(job %d): -> JobsDLQ as Cancelled\n", J) \
        fi } \
   :: d_step { resB > 0 && inDlq[J] -> \
-       resB--; inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; due[J] = 1; \
+       resB--; inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; zused[J] = 0; due[J] = 1; \
        SAY("Resurrect(job %d): JobsDLQ -> Pending, RunLease kept\n", J) }
 
 /* The rescue loops, and what happens to processes and jobs from outside */
@@ -910,6 +936,9 @@ init {
 #if SCENARIO == 0 || SCENARIO == 7
     :: missB = 2                              /* 7 wake-ups: each process's probe may miss a due job */
 #endif
+#if SCENARIO == 0 || SCENARIO == 8
+    :: zpol[0] = 1; freezeB = 1; resB = 1     /* 8 zombie retry: job 0's kind opts in, a worker freezes */
+#endif
     fi;
     SAY("scenario: leave %d freeze %d loss %d stale %d cancel %d resurrect %d MaxAttempts %d MaxSnoozes %d group %d; job 1 in queue %d\n",
            leaveB, freezeB, lossB, staleB, cancelB, resB, maxatt, maxsnz, group, qof[1]);
@@ -932,7 +961,9 @@ ltl I1 { [] (ONE_HOLDER(0) && ONE_HOLDER(1) && !badI1) }
 ltl I2 { [] (ONE_TABLE(0) && ONE_TABLE(1)) }
 /* I3: release and phase 1 keep AttemptCount; a job kept beating is never dead-lettered as a zombie */
 ltl I3 { [] (!badI3a && !badI3b) }
-/* I4: only the lease holder's own retry or snooze takes a Processing job back to Pending */
+/* I4: only the lease holder's own retry or snooze takes a Processing job back to Pending, or
+ * phase 2 for a job whose kind opted into zombie retries, below its cap, never while a live
+ * holder of its lease beats it; it then runs again only under a new lease (I1's fence) */
 ltl I4 { [] !badI4 }
 /* I6: queue 0's Fetched plus Processing jobs never exceed its MaxWorkers */
 ltl I6 { [] (ACTIVE(0) <= MAXW0) }
@@ -966,4 +997,7 @@ ltl W_chain_reply_lost { [] !(NSTARTED(0) || NSTARTED(1)) }
 ltl W_late_attempt { [] !((late[0] != 0 && fl[0] == 0) || (late[1] != 0 && fl[1] == 0)) }
 ltl W_shutdown_retry { [] !(gk[0] == K_RETRY0 || gk[1] == K_RETRY0 || gk[2] == K_RETRY0) }
 #define SNOOZE_MARKED(k) (gph[k] == G_SNOOZE && cr[gj[k]] && gcur[k])
+/* a job recovered by phase 2 runs again, under a new lease, beside its frozen old holder */
+#define RERUN(k) (gph[k] == G_RUN && gj[k] == 0 && gcur[k] && zused[0] > 0)
+ltl W_zombie_retry { [] !(RERUN(0) || RERUN(1) || RERUN(2)) }
 ltl W_snooze_meets_cancel { [] !(SNOOZE_MARKED(0) || SNOOZE_MARKED(1) || SNOOZE_MARKED(2)) }

@@ -157,7 +157,7 @@ safety_lane() {
   echo "model: witnesses (each case must be reachable)"
   for w in W_stale_handler W_cap_handlers W_adoption W_orphan_row W_group_commit \
            W_cancel_running W_snooze W_retry W_start_reply_lost W_late_attempt \
-           W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost; do
+           W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost W_zombie_retry; do
     check "$w" real claim "${SAFE[@]}" -N "$w"
   done
   echo "model: broken variants (each must be caught)"
@@ -188,6 +188,7 @@ liveness_lane() {
   echo "model: broken variants (each must be caught)"
   broken BROKEN_NO_HEARTBEAT_FLOOR I3 1
   broken BROKEN_ZOMBIE_TO_PENDING I4 1
+  broken BROKEN_RECOVER_WHILE_BEATING I4 8
   broken BROKEN_COUNT_OUTSIDE_LOCK I6 1
   broken_live BROKEN_WAIT_FOR_WAKEUP L1 7
 }

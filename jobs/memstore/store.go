@@ -293,26 +293,29 @@ func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams
 func (s *Store) start(ref jobs.LeaseRef, p jobs.StartParams, now time.Time) (jobs.Started, error) {
 	if j := s.owned(ref, jobs.StatusProcessing); j != nil {
 		// This claim's own start, repeated: report it again (see jobs.Store).
-		return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: j.StartedAt, DeadlineAt: j.DeadlineAt, Timeout: j.DeadlineAt.Sub(j.StartedAt)}, nil
+		return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: j.StartedAt, DeadlineAt: j.DeadlineAt, Timeout: j.DeadlineAt.Sub(j.StartedAt), TimeoutFrom: j.TimeoutFrom}, nil
 	}
 	j := s.owned(ref, jobs.StatusFetched)
 	if j == nil {
 		return jobs.Started{}, fmt.Errorf("memstore: start job %d lease %d: %w", ref.ID, ref.Lease, jobs.ErrLeaseLost)
 	}
-	timeout := p.DefaultTimeout
-	if q := s.queueOf(j.Queue); q != nil && q.settings.ExecutionTimeout > 0 {
-		timeout = q.settings.ExecutionTimeout
+	var queueTimeout time.Duration
+	if q := s.queueOf(j.Queue); q != nil {
+		queueTimeout = q.settings.ExecutionTimeout
 	}
+	timeout, from := p.EffectiveTimeout(queueTimeout)
+	timeout = timeout.Truncate(time.Millisecond) // what SQL Server keeps
 	j.Status = jobs.StatusProcessing
 	j.AttemptCount++
 	j.StartedAt, j.HeartbeatAt, j.LastUpdatedAt = now, now, now
 	j.DeadlineAt = now.Add(timeout)
 	j.HeartbeatMax = p.HeartbeatMax.Truncate(time.Millisecond) // what SQL Server keeps
+	j.TimeoutFrom, j.ZombieRetryCap = from, p.ZombieRetryCap
 	q := s.queue(j.Queue)
 	q.counts[jobs.StatusFetched]--
 	q.counts[jobs.StatusProcessing]++
 	s.indexStarted(j)
-	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout}, nil
+	return jobs.Started{AttemptCount: j.AttemptCount, StartedAt: now, DeadlineAt: j.DeadlineAt, Timeout: timeout, TimeoutFrom: from}, nil
 }
 
 // Heartbeat implements jobs.Store.
@@ -556,7 +559,8 @@ func toPending(j *jobs.Job, now time.Time) {
 // removeHot takes a job out of the hot set. A Pending job's entry in its
 // queue's heaps goes stale and is skipped when popped.
 func (s *Store) removeHot(j *jobs.Job) {
-	j.HeartbeatMax = 0 // hot jobs only, as on SQL Server
+	// Hot jobs only, as on SQL Server.
+	j.HeartbeatMax, j.TimeoutFrom, j.ZombieRetryCap, j.ZombieRetries = 0, jobs.SourceUnknown, 0, 0
 	j.Progress, j.ProgressMessage = 0, ""
 	delete(s.hot, j.ID)
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
@@ -677,11 +681,32 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	}
 	var out []jobs.Rescued
 	for _, e := range s.takeLowestIDs(nil, s.isProcessing, cands, p.RescueLimit()) {
-		j, z := e.job, found[e.job]
-		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: z.seen, Reason: jobs.ReasonZombie, At: now})
-		s.toDLQ(j, jobs.ReasonZombie, jobs.ZombieDetails(z.seen, z.timeout, j.WorkerID), now)
+		z := found[e.job]
+		out = append(out, s.settleZombie(e.job, z.seen, z.timeout, now))
 	}
 	return out, nil
+}
+
+// settleZombie is phase 2's one decision for a silent Processing job: back
+// to Pending under its kind's zombie policy (jobs.RecoversZombie) unless
+// an operator asked to cancel it, its attempt spent and the recovery its
+// last error, or to the DLQ as Zombie.
+// The old lease dies either way: the job is no longer Processing, and its
+// next claim hands out lease+1.
+func (s *Store) settleZombie(j *jobs.Job, seen time.Time, timeout time.Duration, now time.Time) jobs.Rescued {
+	r := jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: seen, Reason: jobs.ReasonZombie, At: now}
+	if !jobs.RecoversZombie(j.ZombieRetryCap, j.ZombieRetries) || !j.CancelRequestedAt.IsZero() {
+		s.toDLQ(j, jobs.ReasonZombie, jobs.ZombieDetails(seen, timeout, j.WorkerID), now)
+		return r
+	}
+	j.ZombieRetries++
+	j.LastError = jobs.RecoveredError(seen, timeout, j.WorkerID, j.ZombieRetries, j.ZombieRetryCap)
+	s.queue(j.Queue).leave(j.Status)
+	toPending(j, now)
+	j.ScheduledAt = now
+	s.pushPending(j, now)
+	r.Recovered = true
+	return r
 }
 
 // RescueExpired implements jobs.Store (phase 3).

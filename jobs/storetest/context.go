@@ -194,5 +194,17 @@ var contextCases = []testCase{
 		if j := get(t, h, live.ID); j.Progress != 0 || j.ProgressMessage != "" {
 			t.Errorf("an archived job shows progress %v %q", j.Progress, j.ProgressMessage)
 		}
+		// A job that goes back to Pending starts its next attempt with no
+		// progress: what it showed belonged to the attempt that ended.
+		again := running(t, h, jobs.EnqueueParams{MaxAttempts: 3})
+		if _, err := r.HeartbeatProgress(ctxOf(t), []jobs.LeaseRef{again.Ref()}, []jobs.ProgressItem{{Ref: again.Ref(), Fraction: 0.7, Message: "half"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Store.Retry(ctxOf(t), again.Ref(), jobs.RetryParams{Error: "again"}); err != nil {
+			t.Fatal(err)
+		}
+		if j := get(t, h, again.ID); j.Progress != 0 || j.ProgressMessage != "" {
+			t.Errorf("a retried job shows its last attempt's progress %v %q", j.Progress, j.ProgressMessage)
+		}
 	}},
 }

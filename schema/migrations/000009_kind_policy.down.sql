@@ -1,0 +1,10 @@
+-- Undoes version 9.
+SET QUOTED_IDENTIFIER ON;
+SET ANSI_NULLS ON;
+SET XACT_ABORT ON;
+
+BEGIN TRANSACTION;
+
+ALTER TABLE {{.Schema}}.JobsHot DROP COLUMN TimeoutSource, ZombieRetryCap, ZombieRetries;
+
+COMMIT TRANSACTION;
