@@ -138,8 +138,9 @@ func UniqueBucket(now time.Time, period time.Duration) int64 {
 	return b
 }
 
-// validate checks the options, naming the one refused.
-func (u *UniqueOpts) validate() error {
+// Validate checks the options, naming the one refused, apart from any
+// payload (a kind's policy is checked before it has jobs).
+func (u *UniqueOpts) Validate() error {
 	if len(u.Fields) > MaxUniqueFields {
 		return &ValidationError{Field: "unique.fields", Value: len(u.Fields), Rule: "at most " + itoa(MaxUniqueFields) + " fields"}
 	}
@@ -183,7 +184,7 @@ func (p EnqueueParams) UniqueHash() (h [UniqueHashLen]byte, ok bool, err error) 
 	if u == nil {
 		return h, false, nil
 	}
-	if err := u.validate(); err != nil {
+	if err := u.Validate(); err != nil {
 		return h, false, err
 	}
 	d := sha256.New()
