@@ -131,7 +131,7 @@ func TestIndexesAgreeWithAWalkOfEveryJob(t *testing.T) {
 				case 0, 1:
 					_, _ = s.Enqueue(ctx, jobs.EnqueueParams{Queue: queues[r.IntN(len(queues))], Type: "t", Delay: time.Duration(r.IntN(3)) * time.Second})
 				case 16:
-					_, _ = s.Enqueue(ctx, jobs.EnqueueParams{Queue: queues[r.IntN(len(queues))], Type: "t", RunAt: clock.Now().Add(time.Duration(r.IntN(7)-3) * time.Second)})
+					_, _ = s.Enqueue(ctx, jobs.EnqueueParams{Queue: queues[r.IntN(len(queues))], Type: "u", RunAt: clock.Now().Add(time.Duration(r.IntN(7)-3) * time.Second)})
 				case 17:
 					tb := []jobs.Table{jobs.TableArchive, jobs.TableDLQ}[r.IntN(2)]
 					_, _ = s.Purge(ctx, jobs.PurgeParams{Table: tb, Filter: jobs.Filter{Queue: queues[r.IntN(len(queues))], OlderThan: time.Duration(r.IntN(20)) * time.Second}, Limit: 1 + r.IntN(3)})

@@ -54,16 +54,20 @@ func (c *tableCount) smallest() string {
 	return name
 }
 
-// enter puts j into its table (j.Table) and counts it in its queue.
+// enter puts j into its table (j.Table), its queue's count and ID set.
 func (s *Store) enter(j *jobs.Job) {
 	s.table(j.Table)[j.ID] = j
-	s.queue(j.Queue).tables[j.Table-jobs.TableHot].add(j.Queue, 1)
+	q, t := s.queue(j.Queue), j.Table-jobs.TableHot
+	q.tables[t].add(j.Queue, 1)
+	q.ids[t].add(j.ID)
 }
 
-// exit takes j out of its table (j.Table) and its queue's count.
+// exit takes j out of its table (j.Table), its queue's count and ID set.
 func (s *Store) exit(j *jobs.Job) {
 	delete(s.table(j.Table), j.ID)
-	s.queue(j.Queue).tables[j.Table-jobs.TableHot].add(j.Queue, -1)
+	q, t := s.queue(j.Queue), j.Table-jobs.TableHot
+	q.tables[t].add(j.Queue, -1)
+	q.ids[t].remove(j.ID)
 }
 
 // dueIndex orders a queue's Pending jobs by due time, so that QueueStats
@@ -280,4 +284,55 @@ func (s *Store) countKept(t jobs.Table, f jobs.Filter) (n int64, ok bool) {
 		n += int64(count(q))
 	}
 	return n, true
+}
+
+// eachNewest calls fn with the jobs of table t that f selects below the ID
+// before (any when 0), so that fn sees, among them, the limit of highest ID
+// (it may see more). A filter by IDs looks them up; Fetched or Processing
+// jobs are read off the flight indexes, which hold each of them; any other
+// filter walks the ID set of each queue it selects from its highest ID
+// down, until limit jobs of that queue matched.
+func (s *Store) eachNewest(t jobs.Table, f jobs.Filter, before int64, limit int, now time.Time, fn func(*jobs.Job)) {
+	switch {
+	case len(f.IDs) > 0:
+		s.each(t, f, now, func(j *jobs.Job) {
+			if before <= 0 || j.ID < before {
+				fn(j)
+			}
+		})
+		return
+	case f.Status != nil && *f.Status != jobs.StatusPending:
+		x, live := &s.fetched, s.isFetched
+		if *f.Status == jobs.StatusProcessing {
+			x, live = &s.deadlines, s.isProcessing
+		}
+		seen := map[*jobs.Job]bool{}
+		for _, e := range x.items {
+			if j := e.job; live(e) && !seen[j] && (before <= 0 || j.ID < before) && matches(j, f, now) {
+				seen[j] = true
+				fn(j)
+			}
+		}
+		return
+	}
+	m := s.table(t)
+	walk := func(q *queueState) {
+		n := 0
+		q.ids[t-jobs.TableHot].descending(before, func(id int64) bool {
+			if j := m[id]; matches(j, f, now) {
+				fn(j)
+				n++
+			}
+			return n < limit
+		})
+	}
+	if f.Queue != "" {
+		if q := s.queueOf(f.Queue); q != nil {
+			walk(q)
+		}
+		return
+	}
+	for _, q := range s.queues {
+		walk(q)
+	}
 }

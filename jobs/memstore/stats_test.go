@@ -140,7 +140,40 @@ func (s *Store) checkStats(t *testing.T, queues []string) {
 				if got != want {
 					t.Fatalf("CountJobs(%v, %+v) = %d, walk %d", tb, f, got, want)
 				}
+				s.checkList(t, tb, f)
+				f.Type = "u"
+				s.checkList(t, tb, f)
 			}
 		}
+	}
+}
+
+// checkList fails unless ListJobs, paged three jobs at a time, lists what
+// a walk of table t selects, newest first.
+func (s *Store) checkList(t *testing.T, tb jobs.Table, f jobs.Filter) {
+	t.Helper()
+	var got []int64
+	p := jobs.ListParams{Table: tb, Filter: f, Limit: 3}
+	for {
+		page, err := s.ListJobs(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range page.Jobs {
+			got = append(got, j.ID)
+		}
+		if page.NextBeforeID == 0 {
+			break
+		}
+		p.BeforeID = page.NextBeforeID
+	}
+	var want []int64
+	s.mu.Lock()
+	for _, j := range s.matching(tb, f, s.now()) {
+		want = append(want, j.ID)
+	}
+	s.mu.Unlock()
+	if !slices.Equal(got, want) {
+		t.Fatalf("ListJobs(%v, %+v) lists %v, walk %v", tb, f, got, want)
 	}
 }

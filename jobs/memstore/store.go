@@ -100,6 +100,7 @@ type queueState struct {
 	// them (stats.go).
 	tables [3]tableCount
 	due    dueIndex
+	ids    [3]idSet    // the queue's jobs of each table, for lists
 	beats  flightIndex // Processing jobs by last sign of life (phase 2)
 }
 
@@ -857,8 +858,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	return nil, fmt.Errorf("memstore: job %d: %w", id, jobs.ErrJobNotFound)
 }
 
-// ListJobs implements jobs.Store. It walks the table once, keeping the
-// page's newest matches in a bounded heap, instead of sorting every match.
+// ListJobs implements jobs.Store. It reads the newest matches (eachNewest),
+// keeping the page's in a bounded heap, instead of sorting every match.
 func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
 	if err := ctx.Err(); err != nil {
 		return jobs.JobPage{}, err
@@ -872,10 +873,7 @@ func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, 
 	// newest holds up to limit+1 matches, the oldest of them on top: one
 	// more than the page tells whether a next page exists.
 	newest := &jobHeap{less: func(a, b *jobs.Job) bool { return a.ID < b.ID }}
-	s.each(p.Table, p.Filter, s.now(), func(j *jobs.Job) {
-		if p.BeforeID > 0 && j.ID >= p.BeforeID {
-			return
-		}
+	s.eachNewest(p.Table, p.Filter, p.BeforeID, limit+1, s.now(), func(j *jobs.Job) {
 		if newest.Len() <= limit {
 			newest.push(j)
 		} else if j.ID > newest.peek().ID {
