@@ -14,6 +14,10 @@ type idSet struct {
 	// lo and hi bound the chunk keys in use since the set was last empty:
 	// the range a walk probes.
 	lo, hi int64
+	// last is the chunk of the last ID added or removed: IDs come in order,
+	// so most calls find their chunk without the map.
+	lastKey int64
+	last    *idChunk
 }
 
 const (
@@ -26,15 +30,23 @@ type idChunk struct {
 	n     int
 }
 
+// chunk returns the chunk of key k, or nil.
+func (x *idSet) chunk(k int64) *idChunk {
+	if x.last == nil || x.lastKey != k {
+		x.lastKey, x.last = k, x.chunks[k]
+	}
+	return x.last
+}
+
 func (x *idSet) add(id int64) {
 	k := id >> chunkShift
-	c := x.chunks[k]
+	c := x.chunk(k)
 	if c == nil {
 		if len(x.chunks) == 0 {
 			x.chunks, x.lo, x.hi = map[int64]*idChunk{}, k, k
 		}
 		c = new(idChunk)
-		x.chunks[k] = c
+		x.chunks[k], x.lastKey, x.last = c, k, c
 		x.lo, x.hi = min(x.lo, k), max(x.hi, k)
 	}
 	w, b := id&(1<<chunkShift-1)>>6, uint(id&63)
@@ -46,7 +58,7 @@ func (x *idSet) add(id int64) {
 
 func (x *idSet) remove(id int64) {
 	k := id >> chunkShift
-	c := x.chunks[k]
+	c := x.chunk(k)
 	if c == nil {
 		return
 	}
@@ -55,6 +67,7 @@ func (x *idSet) remove(id int64) {
 		c.words[w] &^= 1 << b
 		if c.n--; c.n == 0 {
 			delete(x.chunks, k)
+			x.last = nil
 		}
 	}
 }

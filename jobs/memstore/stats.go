@@ -120,6 +120,10 @@ func (q *queueState) leavePending(j *jobs.Job) {
 // advanceDue moves the mark forward to n: the jobs due by then go to due.
 func (q *queueState) advanceDue(n int64) {
 	d := &q.due
+	if len(d.later.items) == 0 {
+		d.mark = n
+		return
+	}
 	cutoff := n + 1
 	if n == math.MaxInt64 {
 		cutoff = n
