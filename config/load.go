@@ -564,6 +564,14 @@ func (l *loader) config(environment string) (*Config, error) {
 	c := Default()
 	c.Environment = environment
 	origins := map[string]origin{}
+	// noteSection records where a named section's key came from, and where
+	// the section itself was first named.
+	noteSection := func(section, name, key string, o origin) {
+		origins[section+"."+key] = o
+		if _, ok := origins[section]; !ok {
+			origins[section] = origin{key: root + "." + section, value: name, source: o.source}
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(l.entries)) {
 		e := l.entries[id]
 		switch {
@@ -575,29 +583,17 @@ func (l *loader) config(environment string) (*Config, error) {
 			sc.Name = e.schedule
 			e.skey.set(&sc, e.value)
 			c.Schedules[e.schedule] = sc
-			section := scheduleSection + "." + e.schedule
-			origins[section+"."+e.skey.name] = e.origin
-			if _, ok := origins[section]; !ok {
-				origins[section] = origin{key: root + "." + section, value: e.schedule, source: e.origin.source}
-			}
+			noteSection(scheduleSection+"."+e.schedule, e.schedule, e.skey.name, e.origin)
 		case e.kkey != nil:
 			kp := c.Kinds[e.jobKind]
 			e.kkey.set(&kp, e.value)
 			c.Kinds[e.jobKind] = kp
-			section := kindSection + "." + e.jobKind
-			origins[section+"."+e.kkey.name] = e.origin
-			if _, ok := origins[section]; !ok {
-				origins[section] = origin{key: root + "." + section, value: e.jobKind, source: e.origin.source}
-			}
+			noteSection(kindSection+"."+e.jobKind, e.jobKind, e.kkey.name, e.origin)
 		case e.qkey != nil:
 			qs := c.QueueSettings[e.queue]
 			e.qkey.set(&qs, e.value)
 			c.QueueSettings[e.queue] = qs
-			section := queueSection + "." + e.queue
-			origins[section+"."+e.qkey.name] = e.origin
-			if _, ok := origins[section]; !ok {
-				origins[section] = origin{key: root + "." + section, value: e.queue, source: e.origin.source}
-			}
+			noteSection(queueSection+"."+e.queue, e.queue, e.qkey.name, e.origin)
 		}
 	}
 	// A legacy key and its successor are compared after merging each

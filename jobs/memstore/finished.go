@@ -75,7 +75,6 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 	if l == nil {
 		return 0, jobs.TrimKey{}
 	}
-	m := s.table(t)
 	n := 0
 	var last jobs.TrimKey
 	for l.head < len(l.entries) && n < limit {
@@ -84,7 +83,7 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 			if !e.at.Before(cutoff) {
 				break
 			}
-			delete(m, e.job.ID)
+			s.exit(e.job)
 			s.dropKey(e.job)
 			n++
 			last = jobs.TrimKey{FinishedAt: e.at, ID: e.job.ID}

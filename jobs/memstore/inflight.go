@@ -61,19 +61,24 @@ func (x *flightIndex) push(e flightEntry, live func(flightEntry) bool) {
 func (x *flightIndex) popBefore(cutoff int64, live func(flightEntry) bool) []flightEntry {
 	var out []flightEntry
 	for len(x.items) > 0 && x.items[0].at < cutoff {
-		e := x.items[0]
-		n := len(x.items) - 1
-		x.items[0] = x.items[n]
-		x.items[n] = flightEntry{}
-		x.items = x.items[:n]
-		if n > 0 {
-			x.down(0)
-		}
-		if live(e) {
+		if e := x.popTop(); live(e) {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// popTop removes and returns the entry of lowest instant.
+func (x *flightIndex) popTop() flightEntry {
+	e := x.items[0]
+	n := len(x.items) - 1
+	x.items[0] = x.items[n]
+	x.items[n] = flightEntry{}
+	x.items = x.items[:n]
+	if n > 0 {
+		x.down(0)
+	}
+	return e
 }
 
 func (x *flightIndex) up(i int) {

@@ -192,6 +192,10 @@ func BenchmarkMemstoreOperator(b *testing.B) {
 			_, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableHot, Filter: jobs.Filter{Queue: "other", Status: &pending}})
 			return err
 		}},
+		{"ListJobs/hot-queue-type-none", func() error { // the worst case: every job of the queue read
+			_, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableHot, Filter: jobs.Filter{Queue: "other", Type: "none"}})
+			return err
+		}},
 		{"ListJobs/dlq-reason-text", func() error {
 			_, err := s.ListJobs(ctx, jobs.ListParams{Table: jobs.TableDLQ, Filter: jobs.Filter{Reason: &failed, Text: "boom"}})
 			return err

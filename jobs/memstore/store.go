@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -100,6 +101,12 @@ type queueState struct {
 	// counts holds the queue's hot jobs by status (Pending, Fetched,
 	// Processing), kept as they move, so that depths need no walk.
 	counts [3]int
+	// tables counts the queue's jobs of each table (hot, archive, DLQ), due
+	// orders its Pending jobs by due time: QueueStats and TableQueues read
+	// them (stats.go).
+	tables [3]tableCount
+	due    dueIndex
+	ids    [3]idSet    // the queue's jobs of each table, for lists
 	beats  flightIndex // Processing jobs by last sign of life (phase 2)
 }
 
@@ -110,6 +117,7 @@ func (s *Store) queue(name string) *queueState {
 			settings:  jobs.QueueSettings{Name: name},
 			ready:     jobHeap{less: readyOrder},
 			scheduled: jobHeap{less: dueOrder},
+			due:       dueIndex{mark: math.MinInt64},
 		}
 		s.queues[jobs.QueueKey(name)] = q
 	}
@@ -130,6 +138,7 @@ func (s *Store) queueOf(name string) *queueState { return s.queues[jobs.QueueKey
 func (s *Store) pushPending(j *jobs.Job, now time.Time) {
 	q := s.queue(j.Queue)
 	q.counts[jobs.StatusPending]++
+	q.indexDue(j, now)
 	if j.ScheduledAt.After(now) {
 		q.scheduled.push(j)
 	} else {
@@ -203,7 +212,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 	if !p.RunAt.IsZero() {
 		j.ScheduledAt = p.RunAt
 	}
-	s.hot[j.ID] = j
+	s.enter(j)
 	if j.IdempotencyKey != "" {
 		s.idem[j.IdempotencyKey] = j.ID
 	}
@@ -249,7 +258,7 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			j.Lease++
 			j.LastUpdatedAt = now
 			q.active++
-			q.counts[jobs.StatusPending]--
+			q.leavePending(j)
 			q.counts[jobs.StatusFetched]++
 			s.indexFetched(j)
 			if len(block) == cap(block) {
@@ -387,7 +396,7 @@ func (s *Store) complete(ref jobs.LeaseRef, now time.Time, output json.RawMessag
 	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
 	j.FinishedAt = now
 	j.Duration = now.Sub(j.StartedAt)
-	s.archive[j.ID] = j
+	s.enter(j)
 	s.settleKey(j)
 	s.logFinished(j)
 	return nil
@@ -562,12 +571,12 @@ func (s *Store) removeHot(j *jobs.Job) {
 	// Hot jobs only, as on SQL Server.
 	j.HeartbeatMax, j.TimeoutFrom, j.ZombieRetryCap, j.ZombieRetries = 0, jobs.SourceUnknown, 0, 0
 	j.Progress, j.ProgressMessage = 0, ""
-	delete(s.hot, j.ID)
+	s.exit(j)
 	if j.IdempotencyKey != "" && s.idem[j.IdempotencyKey] == j.ID {
 		delete(s.idem, j.IdempotencyKey)
 	}
 	if q := s.queue(j.Queue); j.Status == jobs.StatusPending {
-		q.counts[jobs.StatusPending]--
+		q.leavePending(j)
 	} else {
 		q.leave(j.Status)
 	}
@@ -583,7 +592,7 @@ func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, no
 	}
 	j.ErrorDetails = details
 	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
-	s.dlq[j.ID] = j
+	s.enter(j)
 	s.settleKey(j)
 	s.logFinished(j)
 }
@@ -666,6 +675,9 @@ func (s *Store) RescueZombies(ctx context.Context, p jobs.RescueParams) ([]jobs.
 		var back []flightEntry
 		for _, e := range q.beats.popBefore(nanos(now.Add(-queueTimeout)), s.isProcessing) {
 			j := e.job
+			if _, twin := found[j]; twin {
+				continue // a heartbeat that saw the clock go back indexed the job twice
+			}
 			timeout := jobs.ZombieTimeout(queueTimeout, j.HeartbeatMax)
 			seen := lastSeen(j)
 			if !seen.Before(now.Add(-timeout)) {
@@ -763,7 +775,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 		return compareInt64(a.ID, b.ID)
 	})
 	for _, j := range moving {
-		delete(s.dlq, j.ID)
+		s.exit(j)
 		j.Table = jobs.TableHot
 		toPending(j, now)
 		j.AttemptCount, j.SnoozeCount = 0, 0
@@ -782,7 +794,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 			}
 		}
 		s.retakeKey(j)
-		s.hot[j.ID] = j
+		s.enter(j)
 		s.pushPending(j, now)
 		n++
 	}
@@ -806,7 +818,6 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 		n, _ := s.trimOldest(p.Table, p.Filter.Queue, s.now().Add(-p.Filter.OlderThan), p.Limit)
 		return n, nil
 	}
-	m := s.table(p.Table)
 	matched := s.matching(p.Table, p.Filter, s.now())
 	if p.Limit > 0 && len(matched) > p.Limit { // the oldest first, as SQL Server walks
 		slices.SortFunc(matched, func(a, b *jobs.Job) int {
@@ -818,7 +829,7 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 		matched = matched[:p.Limit]
 	}
 	for _, j := range matched {
-		delete(m, j.ID)
+		s.exit(j)
 		s.dropKey(j)
 	}
 	return len(matched), nil
@@ -916,8 +927,8 @@ func (s *Store) GetJob(ctx context.Context, id int64) (*jobs.Job, error) {
 	return nil, fmt.Errorf("memstore: job %d: %w", id, jobs.ErrJobNotFound)
 }
 
-// ListJobs implements jobs.Store. It walks the table once, keeping the
-// page's newest matches in a bounded heap, instead of sorting every match.
+// ListJobs implements jobs.Store. It reads the newest matches (eachNewest),
+// keeping the page's in a bounded heap, instead of sorting every match.
 func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, error) {
 	if err := ctx.Err(); err != nil {
 		return jobs.JobPage{}, err
@@ -931,10 +942,7 @@ func (s *Store) ListJobs(ctx context.Context, p jobs.ListParams) (jobs.JobPage, 
 	// newest holds up to limit+1 matches, the oldest of them on top: one
 	// more than the page tells whether a next page exists.
 	newest := &jobHeap{less: func(a, b *jobs.Job) bool { return a.ID < b.ID }}
-	s.each(p.Table, p.Filter, s.now(), func(j *jobs.Job) {
-		if p.BeforeID > 0 && j.ID >= p.BeforeID {
-			return
-		}
+	s.eachNewest(p.Table, p.Filter, p.BeforeID, limit+1, s.now(), func(j *jobs.Job) {
 		if newest.Len() <= limit {
 			newest.push(j)
 		} else if j.ID > newest.peek().ID {
@@ -964,6 +972,9 @@ func (s *Store) CountJobs(ctx context.Context, t jobs.Table, f jobs.Filter) (int
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if n, ok := s.countKept(t, f); ok {
+		return n, nil
+	}
 	var n int64
 	s.each(t, f, s.now(), func(*jobs.Job) { n++ })
 	return n, nil
@@ -1008,75 +1019,6 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	return q.settings, nil
 }
 
-// QueueStats implements jobs.Store.
-func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	now := s.now()
-	// One entry per queue as stores compare names (jobs.QueueKey), shown
-	// by its control row's name, else by the smallest spelling among its
-	// jobs, so that the name does not change from one poll to the next.
-	stats := map[string]*jobs.QueueStats{}
-	named := map[string]bool{}
-	get := func(name string) *jobs.QueueStats {
-		st := stats[jobs.QueueKey(name)]
-		if st == nil {
-			st = &jobs.QueueStats{Queue: name}
-			stats[jobs.QueueKey(name)] = st
-		} else if !named[jobs.QueueKey(name)] && name < st.Queue {
-			st.Queue = name
-		}
-		return st
-	}
-	for key, q := range s.queues {
-		if q.hasRow {
-			st := get(q.settings.Name)
-			st.Queue, named[key] = q.settings.Name, true
-			st.Paused, st.MaxWorkers = q.settings.Paused, q.settings.MaxWorkers
-		}
-	}
-	for _, j := range s.hot {
-		st := get(j.Queue)
-		switch {
-		case j.Status == jobs.StatusFetched:
-			st.Fetched++
-		case j.Status == jobs.StatusProcessing:
-			st.Processing++
-		case j.ScheduledAt.After(now):
-			st.Scheduled++
-		default:
-			st.Pending++
-			if st.OldestDueAt.IsZero() || j.ScheduledAt.Before(st.OldestDueAt) {
-				st.OldestDueAt = j.ScheduledAt
-			}
-		}
-	}
-	for _, j := range s.archive {
-		get(j.Queue).Archived++
-	}
-	for _, j := range s.dlq {
-		get(j.Queue).DeadLettered++
-	}
-	out := make([]jobs.QueueStats, 0, len(stats))
-	c := int64(s.statsCap)
-	for _, st := range stats {
-		if !st.OldestDueAt.IsZero() {
-			st.Lag = now.Sub(st.OldestDueAt)
-		}
-		st.Pending, st.Scheduled, st.Fetched, st.Processing = min(st.Pending, c), min(st.Scheduled, c), min(st.Fetched, c), min(st.Processing, c)
-		st.Archived, st.DeadLettered = min(st.Archived, c), min(st.DeadLettered, c)
-		out = append(out, *st)
-	}
-	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })
-	if len(out) > jobs.MaxStatsQueues {
-		out = out[:jobs.MaxStatsQueues]
-	}
-	return out, nil
-}
-
 // QueueDepths implements jobs.Store.
 func (s *Store) QueueDepths(ctx context.Context, queues []string, limit int) ([]jobs.QueueDepth, error) {
 	if err := ctx.Err(); err != nil {
@@ -1116,34 +1058,4 @@ func compareInt64(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-// TableQueues implements jobs.Store.
-func (s *Store) TableQueues(ctx context.Context, t jobs.Table, after string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if !t.Valid() {
-		return nil, &jobs.ValidationError{Field: "table", Value: t, Rule: "must be hot, archive or dlq"}
-	}
-	// One name per queue as stores compare names (jobs.QueueKey), its
-	// smallest spelling, in key order; the page starts after after's key.
-	s.mu.Lock()
-	names := map[string]string{}
-	for _, j := range s.table(t) {
-		k := jobs.QueueKey(j.Queue)
-		if k <= jobs.QueueKey(after) {
-			continue
-		}
-		if n, ok := names[k]; !ok || j.Queue < n {
-			names[k] = j.Queue
-		}
-	}
-	s.mu.Unlock()
-	keys := slices.Sorted(maps.Keys(names))
-	out := make([]string, 0, min(len(keys), jobs.MaxStatsQueues))
-	for _, k := range keys[:min(len(keys), jobs.MaxStatsQueues)] {
-		out = append(out, names[k])
-	}
-	return out, nil
 }
