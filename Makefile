@@ -50,6 +50,7 @@ model:
 # TestMakeFuzzListsEveryFuzzTarget fails when one is missing or stale.
 FUZZ_TARGETS    := \
 	./internal/redact:FuzzDSN \
+	./jobs:FuzzCanonicalJSON \
 	./config:FuzzParseDuration \
 	./config:FuzzLoad \
 	./dashboard:FuzzFilterForm \

@@ -129,6 +129,7 @@ func TestClientRecordsTelemetry(t *testing.T) {
 		check("chokaq.jobs.enqueued", map[string]int64{
 			"queue=billing,type=invoice": 1, "queue=default,type=ok": 2, "queue=mail,type=ok": 2,
 		})
+		check("chokaq.jobs.duplicates", map[string]int64{"queue=default,type=ok": 1, "queue=mail,type=ok": 1})
 		check("chokaq.jobs.succeeded", map[string]int64{"queue=default,type=ok": 2, "queue=mail,type=ok": 2})
 		check("chokaq.rescue.recovered", map[string]int64{"queue=billing,type=invoice": 1})
 		check("chokaq.processor.running", map[string]int64{"": 0})

@@ -66,6 +66,11 @@ type EnqueueOpts struct {
 	// At most 4 KiB as JSON (jobs.ValidateMetadata); operators see it on
 	// the dashboard and in chokaq jobs show, so keep secrets out.
 	Metadata map[string]string
+	// Unique makes the job unique by its kind and what the options name
+	// (arguments, fields, queue, period), held in the states they name: an
+	// enqueue while another job holds the key returns that job's ID,
+	// marked Duplicate. See jobs.UniqueOpts.
+	Unique *jobs.UniqueOpts
 }
 
 // optField is one option of EnqueueOpts: whether its type tells itself
@@ -143,6 +148,7 @@ func params(args Args, opts *EnqueueOpts, reg *processor.Registry) (jobs.Enqueue
 		Type: kind, Payload: payload,
 		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
 		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy, Metadata: o.Metadata,
+		Unique: o.Unique,
 	}, kp), nil
 }
 
@@ -178,6 +184,9 @@ func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
 	}
 	if o.Metadata != nil {
 		base.Metadata = o.Metadata
+	}
+	if o.Unique != nil {
+		base.Unique = o.Unique
 	}
 	return base
 }
@@ -298,27 +307,35 @@ func (c *Client) EnqueueRawMany(ctx context.Context, ps []jobs.EnqueueParams) ([
 	return r, nil
 }
 
-// countEnqueued records the jobs an enqueue added; a duplicate of an
-// idempotency key added nothing.
+// countEnqueued records the jobs an enqueue added, and apart the
+// duplicates it refused (of an idempotency or unique key), which added
+// nothing.
 func (c *Client) countEnqueued(ps []jobs.EnqueueParams, rs []jobs.EnqueueResult) {
 	m := c.cfg.Telemetry
 	if m == nil {
 		return
 	}
 	type queueType struct{ queue, typ string }
-	added := map[queueType]int{}
+	added, dups := map[queueType]int{}, map[queueType]int{}
 	for i, p := range ps {
-		if i >= len(rs) || rs[i].Duplicate {
+		if i >= len(rs) {
 			continue
 		}
 		queue := p.Queue
 		if queue == "" {
 			queue = jobs.DefaultQueue
 		}
-		added[queueType{queue, p.Type}]++
+		if rs[i].Duplicate {
+			dups[queueType{queue, p.Type}]++
+		} else {
+			added[queueType{queue, p.Type}]++
+		}
 	}
 	for k, n := range added {
 		m.RecordEnqueued(k.queue, k.typ, n)
+	}
+	for k, n := range dups {
+		m.RecordDuplicates(k.queue, k.typ, n)
 	}
 }
 

@@ -56,6 +56,8 @@ func sampleOpts(t *testing.T, seed int) EnqueueOpts {
 			f.SetBytes([]byte{byte(seed + 1)})
 		case map[string]string:
 			f.Set(reflect.ValueOf(map[string]string{"k": string(rune('a' + seed))}))
+		case *jobs.UniqueOpts:
+			f.Set(reflect.ValueOf(&jobs.UniqueOpts{Fields: []string{"f" + string(rune('a'+seed))}}))
 		default:
 			t.Fatalf("sampleOpts: no sample of option %s (%s): add one", v.Type().Field(i).Name, f.Type())
 		}

@@ -338,3 +338,44 @@ func Example_tracing() {
 	// traceparent kept: true
 	// process default mail.welcome linked to true
 }
+
+// SyncArgs are the arguments of a customer sync; Since only narrows it.
+type SyncArgs struct {
+	Customer int    `json:"customer"`
+	Since    string `json:"since"`
+}
+
+func (SyncArgs) Kind() string { return "crm.sync" }
+
+// Unique jobs: at most one sync per customer per hour. The key is the
+// kind, the customer field (compared as canonical JSON) and the hour on
+// the store's clock; the archived state counts, so a sync that already ran
+// this hour blocks another too. A duplicate returns the holder's ID.
+func Example_unique() {
+	ctx := context.Background()
+	clock := memstore.NewManualClock(time.Date(2026, 12, 2, 10, 30, 0, 0, time.UTC))
+	client, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(memstore.WithClock(clock.Now)),
+		DisableProcessor: true, DisableRescue: true}, nil)
+	if err != nil {
+		panic(err)
+	}
+	hourly := &chokaq.EnqueueOpts{Unique: &jobs.UniqueOpts{
+		Fields: []string{"customer"}, Period: time.Hour,
+		States: jobs.UniqueActive | jobs.UniqueArchived,
+	}}
+	for _, args := range []SyncArgs{{7, "09:00"}, {7, "10:00"}, {8, "10:00"}} {
+		r, err := client.Enqueue(ctx, args, hourly)
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("customer %d: job %d duplicate=%v\n", args.Customer, r.ID, r.Duplicate)
+	}
+	clock.Advance(30 * time.Minute) // 11:00, the next hour
+	r, _ := client.Enqueue(ctx, SyncArgs{7, "10:30"}, hourly)
+	fmt.Printf("next hour, customer 7: job %d duplicate=%v\n", r.ID, r.Duplicate)
+	// Output:
+	// customer 7: job 1 duplicate=false
+	// customer 7: job 1 duplicate=true
+	// customer 8: job 2 duplicate=false
+	// next hour, customer 7: job 3 duplicate=false
+}

@@ -103,5 +103,8 @@ func withKind(p jobs.EnqueueParams, kp KindPolicy) jobs.EnqueueParams {
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = kp.MaxAttempts
 	}
+	if p.Unique == nil {
+		p.Unique = kp.Unique
+	}
 	return p
 }

@@ -194,3 +194,37 @@ func TestHandlerSeesTheEffectiveTimeoutAndTheKindsBackoff(t *testing.T) {
 		}
 	})
 }
+
+// syncKindArgs are unique per customer by their kind's policy.
+type syncKindArgs struct {
+	Customer int `json:"customer"`
+	Attempt  int `json:"attempt"`
+}
+
+func (syncKindArgs) Kind() string { return "crm.sync.kind" }
+func (syncKindArgs) KindPolicy() chokaq.KindPolicy {
+	return chokaq.KindPolicy{Unique: &jobs.UniqueOpts{Fields: []string{"customer"}}}
+}
+
+// A kind's Unique applies to its jobs unless the job's options set their
+// own, and a bad one is refused naming the kind.
+func TestKindPolicyUnique(t *testing.T) {
+	ctx := context.Background()
+	c, _ := kindClient(t, chokaq.Config{})
+	first, err := c.Enqueue(ctx, syncKindArgs{Customer: 7, Attempt: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.Enqueue(ctx, syncKindArgs{Customer: 7, Attempt: 2}, nil)
+	if err != nil || !second.Duplicate || second.ID != first.ID {
+		t.Fatalf("the kind's unique key: %+v, %v; want a duplicate of %d", second, err, first.ID)
+	}
+	own, err := c.Enqueue(ctx, syncKindArgs{Customer: 7, Attempt: 3}, &chokaq.EnqueueOpts{Unique: &jobs.UniqueOpts{ByArgs: true}})
+	if err != nil || own.Duplicate {
+		t.Fatalf("the job's own Unique over the kind's: %+v, %v; want a new job", own, err)
+	}
+	bad := processor.KindPolicy{Unique: &jobs.UniqueOpts{Period: time.Millisecond}}
+	if err := bad.Validate("k"); !errors.Is(err, jobs.ErrInvalidArgument) || !strings.Contains(err.Error(), `"k"`) || !strings.Contains(err.Error(), "unique.period") {
+		t.Errorf("Validate of a bad Unique: %v", err)
+	}
+}

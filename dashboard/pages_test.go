@@ -496,6 +496,26 @@ func TestJobPageShowsMetadata(t *testing.T) {
 	}
 }
 
+// The job page shows a unique job's key and where it is held.
+func TestJobPageShowsUniqueKey(t *testing.T) {
+	f := newFixture(t, Options{})
+	r, err := f.store.Enqueue(t.Context(), jobs.EnqueueParams{Queue: "q", Type: "t", Payload: []byte(`{"a":1}`),
+		Unique: &jobs.UniqueOpts{ByArgs: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := f.store.GetJob(t.Context(), r.ID)
+	if err != nil || j.UniqueKey == nil {
+		t.Fatalf("GetJob: %+v, %v", j, err)
+	}
+	page := f.get(fmt.Sprintf("/job/%d", r.ID))
+	wantStatus(t, page, http.StatusOK, `id="unique-key"`, "<code>"+j.UniqueKey.String()+"</code>", "held while Pending|Fetched|Processing")
+	plain := f.enqueue("q", "t", `{}`)
+	if body := f.get(fmt.Sprintf("/job/%d", plain)).body; strings.Contains(body, `id="unique-key"`) {
+		t.Error("a job that is not unique shows a unique key")
+	}
+}
+
 // The job page shows a running job's progress as of its last beat, and a
 // finished job's output.
 func TestJobPageShowsProgressAndOutput(t *testing.T) {

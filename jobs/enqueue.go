@@ -53,10 +53,14 @@ type EnqueueParams struct {
 	// MaxMetadataBytes as JSON, keys as ValidateMetadata says. Enqueue
 	// middleware may add to it; tracing keeps the W3C trace context in it.
 	Metadata map[string]string
+	// Unique, when set, makes the job unique by its type and what the
+	// options name (see UniqueOpts); a duplicate returns the holder's ID.
+	Unique *UniqueOpts
 }
 
-// EnqueueResult reports the job's ID and whether an active job with the same
-// idempotency key already existed (in which case nothing was inserted).
+// EnqueueResult reports the job's ID and whether a job holding the same
+// idempotency key or unique key already existed (in which case nothing was
+// inserted and ID is that job's).
 type EnqueueResult struct {
 	ID        int64
 	Duplicate bool
@@ -152,6 +156,11 @@ func (p EnqueueParams) Normalize(l Limits) (EnqueueParams, error) {
 	}
 	if err := ValidateMetadata(p.Metadata); err != nil {
 		return p, err
+	}
+	if p.Unique != nil {
+		if _, _, err := p.UniqueHash(); err != nil {
+			return p, err
+		}
 	}
 	return p, nil
 }

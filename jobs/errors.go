@@ -34,6 +34,11 @@ var (
 	// Client, a processor, a rescue loop) that was started before: each
 	// runs once.
 	ErrAlreadyStarted = errors.New("already started")
+
+	// ErrUniqueUnsupported refuses an enqueue with EnqueueParams.Unique on
+	// a store that does not enforce unique keys: adding the job anyway
+	// would let the duplicates through that the caller asked to refuse.
+	ErrUniqueUnsupported = errors.New("jobs: this store does not enforce unique keys (EnqueueParams.Unique)")
 )
 
 // ValidationError names the field, the offending value and the rule it broke.

@@ -130,6 +130,12 @@ type Job struct {
 	Tags           []string
 	IdempotencyKey string
 	CreatedBy      string
+	// UniqueKey is the unique key the job was enqueued with (nil for a job
+	// that is not unique), and UniqueStates where it holds it: the key is
+	// the job's while it is hot, and in a finished table only if its states
+	// count that table (see UniqueOpts).
+	UniqueKey    *UniqueKey
+	UniqueStates UniqueStates
 	// Metadata is what the job was enqueued with (EnqueueParams.Metadata),
 	// in every table; nil for none.
 	Metadata    map[string]string
@@ -212,6 +218,10 @@ func (j *Job) Clone() *Job {
 	c.Tags = append([]string(nil), j.Tags...)
 	c.Metadata = maps.Clone(j.Metadata)
 	c.Output = append(json.RawMessage(nil), j.Output...)
+	if j.UniqueKey != nil {
+		k := *j.UniqueKey
+		c.UniqueKey = &k
+	}
 	return &c
 }
 

@@ -41,12 +41,16 @@ type KindPolicy struct {
 	// handler is safe to run again (idempotent, or fenced by its lease)
 	// should set it (I4). Phase 3 (deadline passed) always dead-letters.
 	ZombieRetryCap int
+	// Unique makes every job of the kind unique (jobs.UniqueOpts, ADR
+	// 0030) unless its EnqueueOpts.Unique says otherwise: "at most one
+	// sync per customer per hour" as a property of the kind.
+	Unique *jobs.UniqueOpts
 }
 
 // IsZero reports whether p sets nothing.
 func (p KindPolicy) IsZero() bool {
 	return p.Queue == "" && p.Priority == 0 && p.MaxAttempts == 0 && p.Timeout == 0 &&
-		p.NextRetry == nil && p.Backoff == nil && p.ZombieRetryCap == 0
+		p.NextRetry == nil && p.Backoff == nil && p.ZombieRetryCap == 0 && p.Unique == nil
 }
 
 // Over returns p with every field o sets written over it: o is the higher
@@ -73,6 +77,9 @@ func (o KindPolicy) Over(p KindPolicy) KindPolicy {
 	if o.ZombieRetryCap != 0 {
 		p.ZombieRetryCap = o.ZombieRetryCap
 	}
+	if o.Unique != nil {
+		p.Unique = o.Unique
+	}
 	return p
 }
 
@@ -97,6 +104,11 @@ func (p KindPolicy) Validate(kind string) error {
 	}
 	if p.ZombieRetryCap < 0 || p.ZombieRetryCap > jobs.MaxZombieRetries {
 		return bad("zombie_retry_cap", p.ZombieRetryCap, fmt.Sprintf("must be between 0 (dead-letter, the default) and %d", jobs.MaxZombieRetries))
+	}
+	if p.Unique != nil {
+		if err := p.Unique.Validate(); err != nil {
+			return fmt.Errorf("processor: kind %q: %w", kind, err)
+		}
 	}
 	if p.Backoff != nil {
 		c := DefaultConfig()

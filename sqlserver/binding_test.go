@@ -842,6 +842,19 @@ func TestLexTSQL(t *testing.T) {
 
 // recorder is the fake database's memory: what each method sent, and the
 // one row, if any, a statement answers with.
+// recordingStore returns a store on the recording driver, schema chokaq_t,
+// closed when the test ends.
+func recordingStore(t testing.TB) (*Store, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, rec
+}
+
 type recorder struct {
 	mu     sync.Mutex
 	method string

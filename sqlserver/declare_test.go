@@ -85,12 +85,7 @@ func TestDeclOf(t *testing.T) {
 // so a declaration that follows the value's length gives one plan per
 // length of queue name, key or filter text.
 func TestParameterDeclarationsDoNotVary(t *testing.T) {
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	ctx := t.Context()
 	long := strings.Repeat("x", 90)
 	ref := jobs.LeaseRef{ID: 42, Lease: 3}

@@ -2,7 +2,6 @@ package sqlserver
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
@@ -53,12 +52,7 @@ type doctorServer struct {
 
 func newDoctorServer(t *testing.T) *doctorServer {
 	t.Helper()
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s, rec := recordingStore(t)
 	srv := &doctorServer{t: t, s: s, rec: rec, mem: memstore.New(), claims: map[int64][]int64{},
 		answer: map[string]func(recordedCall) ([][]driver.Value, error){}}
 	srv.handlers = srv.statementHandlers()

@@ -141,12 +141,7 @@ func TestStartsRecordTheHeartbeatMaximumAndPhase2HonoursIt(t *testing.T) {
 // ignoring case: QueueList's primary key refuses "orders" beside "Orders"
 // (error 2627), and a claim of both would take the queue twice.
 func TestQueueListsSendEachQueueOnceIgnoringCase(t *testing.T) {
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	if _, err := s.QueueDepths(t.Context(), []string{"orders", "Orders", "mail", "ORDERS"}, 10); err != nil {
 		t.Fatal(err)
 	}
@@ -208,12 +203,7 @@ func TestKeyedEnqueueLocksTheKeyNotAGap(t *testing.T) {
 // A keyed insert that loses the key to a resurrect (error 2601) returns the
 // job that holds the key, as a duplicate.
 func TestKeyedEnqueueReturnsTheJobThatWonTheKey(t *testing.T) {
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	rec.rows = map[string][]driver.Value{s.q.jobByKey: {int64(77)}}
 	rec.failNext(s.q.enqueueKeyed, mssql.Error{Number: 2601, Message: "duplicate key"})
 	r, err := s.Enqueue(t.Context(), jobs.EnqueueParams{Type: "t", IdempotencyKey: "order-1"})
@@ -227,12 +217,7 @@ func TestKeyedEnqueueReturnsTheJobThatWonTheKey(t *testing.T) {
 // statement found no job to return); the store runs it again in the same
 // transaction, where the key is free, and returns the job it inserts.
 func TestKeyedEnqueueInATransactionRunsAgainWhenTheKeysHolderFinished(t *testing.T) {
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	rec.rows = map[string][]driver.Value{s.q.enqueueKeyedTx: {int64(78), false}}
 	rec.failNext(s.q.enqueueKeyedTx, mssql.Error{Number: 2601, Message: "duplicate key"})
 	tx, err := s.DB().BeginTx(t.Context(), nil)
@@ -282,12 +267,7 @@ func TestPurgeContinuesAfterTheLastJobItDeleted(t *testing.T) {
 			t.Errorf("purge.%s: the candidate does not continue after the last deleted key:\n%s", tb, cand)
 		}
 	}
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	s.bulkBatch = 2
 	first := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
 	answers := [][]driver.Value{{int64(2), first, int64(7)}, {int64(2), first.Add(time.Second), int64(9)}, {int64(1), first.Add(2 * time.Second), int64(12)}}
@@ -556,12 +536,7 @@ func TestLeaderReadsEveryReturnCode(t *testing.T) {
 // A heartbeat or release of many refs goes out in statements of at most
 // maxRefsPerStatement, so none of them approaches lock escalation.
 func TestHeartbeatAndReleaseAreChunked(t *testing.T) {
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	refs := make([]jobs.LeaseRef, 2*maxRefsPerStatement+1)
 	for i := range refs {
 		refs[i] = jobs.LeaseRef{ID: int64(i + 1), Lease: 1}

@@ -16,12 +16,7 @@ import (
 // anything ("sql: expected N destination arguments"); the NULLs in the row
 // then fail the conversion, which is expected and ends the method there.
 func TestResultColumnsMatchScans(t *testing.T) {
-	rec := &recorder{}
-	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rec := recordingStore(t)
 	// The statements a method must get past to reach its next one answer
 	// with real values (their shapes are checked by the Scans below them).
 	rec.rows = map[string][]driver.Value{

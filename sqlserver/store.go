@@ -265,10 +265,23 @@ func hexText(b []byte) mssql.NVarCharMax { return mssql.NVarCharMax(hex.EncodeTo
 // lockTimeoutMs is sp_getapplock's @LockTimeout.
 func (s *Store) lockTimeoutMs() int64 { return s.lockTimeout.Milliseconds() }
 
+// refuseUnique refuses a unique job: this store does not write the keys
+// table of ADR 0030 yet, and a job enqueued without its key would let
+// through the duplicates its caller asked to refuse.
+func refuseUnique(p jobs.EnqueueParams) error {
+	if p.Unique != nil {
+		return fmt.Errorf("sqlserver: enqueue %s/%s: %w", p.Queue, p.Type, jobs.ErrUniqueUnsupported)
+	}
+	return nil
+}
+
 // Enqueue implements jobs.Store.
 func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
 	p, err := p.Normalize(s.limits)
 	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if err := refuseUnique(p); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	idem := idempotency(p.IdempotencyKey != "")
@@ -290,6 +303,9 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.Enqueue
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
 	p, err := p.Normalize(s.limits)
 	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if err := refuseUnique(p); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	r, err := s.enqueueOne(ctx, tx, p, true)
@@ -419,6 +435,11 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	ps, err := jobs.NormalizeBatch(ps, s.limits)
 	if err != nil {
 		return nil, err
+	}
+	for i, p := range ps {
+		if err := refuseUnique(p); err != nil {
+			return nil, &jobs.BatchItemError{Index: i, Err: err}
+		}
 	}
 	if len(ps) == 0 {
 		return nil, nil

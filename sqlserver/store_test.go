@@ -3,6 +3,7 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -622,5 +623,30 @@ func TestResurrectIsAllOrNothing(t *testing.T) {
 	j, err := s.GetJob(ctx, r.ID)
 	if err != nil || j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonFatal {
 		t.Fatalf("after the failed resurrect the job is %+v (%v), want still the same dead letter", j, err)
+	}
+}
+
+// TestUniqueRefusedUntilEnforced: until the keys table of ADR 0030 is
+// written, a unique job is refused with jobs.ErrUniqueUnsupported on every
+// enqueue path, and no statement reaches the server.
+func TestUniqueRefusedUntilEnforced(t *testing.T) {
+	s, rec := recordingStore(t)
+	p := jobs.EnqueueParams{Type: "t", Unique: &jobs.UniqueOpts{}}
+	ctx := t.Context()
+	_, err1 := s.Enqueue(ctx, p)
+	_, err2 := s.EnqueueMany(ctx, []jobs.EnqueueParams{{Type: "t"}, p})
+	_, err3 := s.EnqueueTx(ctx, nil, p)
+	_, err4 := s.FireSchedule(ctx, jobs.FireParams{Name: "s", Hash: "h", Tick: time.Now(), Next: time.Now().Add(time.Hour), Job: p})
+	for i, err := range []error{err1, err2, err3, err4} {
+		if !errors.Is(err, jobs.ErrUniqueUnsupported) {
+			t.Errorf("path %d: %v, want ErrUniqueUnsupported", i+1, err)
+		}
+	}
+	var be *jobs.BatchItemError
+	if !errors.As(err2, &be) || be.Index != 1 {
+		t.Errorf("EnqueueMany: %v, want it to name item 1", err2)
+	}
+	if n := rec.count(); n != 0 {
+		t.Errorf("%d statements sent for refused enqueues", n)
 	}
 }

@@ -66,15 +66,15 @@ type Metrics struct {
 	schedules *labelCap
 	depthCap  int
 
-	enqueued, fetched, started, succeeded, failed, retried  metric.Int64Counter
-	deadLettered, leaseLost, heartbeatFailures              metric.Int64Counter
-	cancelled, snoozed                                      metric.Int64Counter
-	rescueRecovered, rescueArchived, rescueDeadline, sweeps metric.Int64Counter
-	zombiesRecovered                                        metric.Int64Counter
-	retentionDeleted, scheduleFired                         metric.Int64Counter
-	duration, queueLag, detectionLatency                    metric.Float64Histogram
-	bufferedGauge, runningGauge, depthGauge                 metric.Int64ObservableGauge
-	registration                                            metric.Registration
+	enqueued, duplicates, fetched, started, succeeded, failed, retried metric.Int64Counter
+	deadLettered, leaseLost, heartbeatFailures                         metric.Int64Counter
+	cancelled, snoozed                                                 metric.Int64Counter
+	rescueRecovered, rescueArchived, rescueDeadline, sweeps            metric.Int64Counter
+	zombiesRecovered                                                   metric.Int64Counter
+	retentionDeleted, scheduleFired                                    metric.Int64Counter
+	duration, queueLag, detectionLatency                               metric.Float64Histogram
+	bufferedGauge, runningGauge, depthGauge                            metric.Int64ObservableGauge
+	registration                                                       metric.Registration
 
 	// running remembers the labels of every started job until it finishes,
 	// so a heartbeat failure (reported by lease only) gets its queue and
@@ -125,7 +125,8 @@ func New(opts Options) (*Metrics, error) {
 	}
 	meter := opts.MeterProvider.Meter(ScopeName)
 	b := builder{meter: meter}
-	m.enqueued = b.counter("chokaq.jobs.enqueued", "Jobs added (duplicates of an idempotency key not counted).")
+	m.enqueued = b.counter("chokaq.jobs.enqueued", "Jobs added (duplicates of an idempotency or unique key not counted).")
+	m.duplicates = b.counter("chokaq.jobs.duplicates", "Enqueues refused as duplicates: a job holding the same idempotency or unique key existed, so nothing was added.")
 	m.fetched = b.counter("chokaq.jobs.fetched", "Jobs claimed into a processor's buffer.")
 	m.started = b.counter("chokaq.jobs.started", "Executions started (Fetched -> Processing).")
 	m.succeeded = b.counter("chokaq.jobs.succeeded", "Executions that succeeded and were archived.")
@@ -219,4 +220,15 @@ func (m *Metrics) RecordEnqueued(queue, typ string, n int) {
 		return
 	}
 	m.enqueued.Add(context.Background(), int64(n), metric.WithAttributeSet(m.jobAttrs(queue, typ)))
+}
+
+// RecordDuplicates counts n enqueues of one queue and type that the store
+// refused as duplicates (EnqueueResult.Duplicate): the job holding their
+// idempotency or unique key was returned instead. The chokaq Client calls
+// it.
+func (m *Metrics) RecordDuplicates(queue, typ string, n int) {
+	if n <= 0 {
+		return
+	}
+	m.duplicates.Add(context.Background(), int64(n), metric.WithAttributeSet(m.jobAttrs(queue, typ)))
 }

@@ -172,6 +172,9 @@ func writeJob(w *tabwriter.Writer, j *jobs.Job) {
 	row("lease", j.Lease)
 	row("worker", orDefault(j.WorkerID, "-"))
 	row("idempotency key", orDefault(j.IdempotencyKey, "-"))
+	if j.UniqueKey != nil {
+		row("unique key", j.UniqueKey.String()+" (held while "+j.UniqueStates.String()+")")
+	}
 	row("tags", orDefault(strings.Join(j.Tags, ","), "-"))
 	row("created by", orDefault(j.CreatedBy, "-"))
 	row("metadata", orDefault(metadataLine(j.Metadata), "-"))

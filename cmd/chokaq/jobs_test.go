@@ -122,6 +122,39 @@ func TestJobsShowPrintsMetadata(t *testing.T) {
 	}
 }
 
+// jobs show prints a unique job's key (hash, bucket) and where it is held.
+func TestJobsShowPrintsUniqueKey(t *testing.T) {
+	s := memstore.New()
+	p := jobs.EnqueueParams{Type: "t", Queue: jobs.DefaultQueue, Payload: []byte(`{"a":1}`),
+		Unique: &jobs.UniqueOpts{ByArgs: true, Period: time.Hour, States: jobs.UniqueActive | jobs.UniqueArchived}}
+	r, err := s.Enqueue(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j, err := s.GetJob(t.Context(), r.ID)
+	if err != nil || j.UniqueKey == nil {
+		t.Fatalf("GetJob: %+v, %v", j, err)
+	}
+	show := runIn(t, s, "", "jobs", "show", itoa(r.ID))
+	wantExit(t, show, exitOK)
+	if want := j.UniqueKey.String() + " (held while Pending|Fetched|Processing|Archived)"; !strings.Contains(show.stdout, want) {
+		t.Errorf("jobs show lacks the unique key %s:\n%s", want, show.stdout)
+	}
+	plain := runIn(t, s, "", "jobs", "show", itoa(enqueueOf(t, s)))
+	if strings.Contains(plain.stdout, "unique key") {
+		t.Errorf("a job that is not unique shows a unique key:\n%s", plain.stdout)
+	}
+}
+
+func enqueueOf(t *testing.T, s jobs.Store) int64 {
+	t.Helper()
+	r, err := s.Enqueue(t.Context(), jobs.EnqueueParams{Type: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.ID
+}
+
 // jobs show prints a running job's progress and a finished job's output.
 func TestJobsShowPrintsProgressAndOutput(t *testing.T) {
 	ctx := t.Context()

@@ -84,6 +84,7 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 				break
 			}
 			s.exit(e.job)
+			s.dropKey(e.job)
 			n++
 			last = jobs.TrimKey{FinishedAt: e.at, ID: e.job.ID}
 		}

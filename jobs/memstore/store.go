@@ -30,6 +30,9 @@ type Store struct {
 	archive map[int64]*jobs.Job
 	dlq     map[int64]*jobs.Job
 	idem    map[string]int64 // idempotency key -> hot job ID
+	// uniq maps each unique key to the job holding it: hot, or finished
+	// in a table its states count (unique.go).
+	uniq map[jobs.UniqueKey]int64
 	// queues holds each queue's control row and claim indexes, by
 	// jobs.QueueKey: queue names compare ignoring case, as on SQL Server.
 	queues map[string]*queueState
@@ -73,6 +76,7 @@ func New(opts ...Option) *Store {
 		archive:  make(map[int64]*jobs.Job),
 		dlq:      make(map[int64]*jobs.Job),
 		idem:     make(map[string]int64),
+		uniq:     make(map[jobs.UniqueKey]int64),
 		queues:   make(map[string]*queueState),
 
 		schedules: make(map[string]*jobs.ScheduleState),
@@ -181,6 +185,12 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 			return jobs.EnqueueResult{ID: id, Duplicate: true}
 		}
 	}
+	key, unique, _ := p.UniqueKeyAt(now) // Normalize has checked it
+	if unique {
+		if id, ok := s.uniq[key]; ok {
+			return jobs.EnqueueResult{ID: id, Duplicate: true}
+		}
+	}
 	s.nextID++
 	j := &jobs.Job{
 		ID:             s.nextID,
@@ -205,6 +215,10 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 	s.enter(j)
 	if j.IdempotencyKey != "" {
 		s.idem[j.IdempotencyKey] = j.ID
+	}
+	if unique {
+		j.UniqueKey, j.UniqueStates = &key, p.Unique.States.Effective()
+		s.uniq[key] = j.ID
 	}
 	s.pushPending(j, now)
 	return jobs.EnqueueResult{ID: j.ID}
@@ -383,6 +397,7 @@ func (s *Store) complete(ref jobs.LeaseRef, now time.Time, output json.RawMessag
 	j.FinishedAt = now
 	j.Duration = now.Sub(j.StartedAt)
 	s.enter(j)
+	s.settleKey(j)
 	s.logFinished(j)
 	return nil
 }
@@ -578,6 +593,7 @@ func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, no
 	j.ErrorDetails = details
 	j.CancelRequestedAt, j.CancelNote = time.Time{}, ""
 	s.enter(j)
+	s.settleKey(j)
 	s.logFinished(j)
 }
 
@@ -777,6 +793,7 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 				s.idem[j.IdempotencyKey] = j.ID
 			}
 		}
+		s.retakeKey(j)
 		s.enter(j)
 		s.pushPending(j, now)
 		n++
@@ -813,6 +830,7 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 	}
 	for _, j := range matched {
 		s.exit(j)
+		s.dropKey(j)
 	}
 	return len(matched), nil
 }

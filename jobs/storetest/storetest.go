@@ -38,6 +38,7 @@ type group struct {
 
 var transitionGroups = []group{
 	{"Enqueue", enqueueCases},
+	{"Unique", uniqueCases},
 	{"Claim", claimCases},
 	{"Worker", workerCases},
 	{"Batch", batchCases},
