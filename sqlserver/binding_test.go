@@ -40,11 +40,13 @@ func TestQueryBinding(t *testing.T) {
 	// Only the statements whose answer decides whether a method goes on to
 	// its next statement get a row; every other one answers with no rows.
 	rec.rows = map[string][]driver.Value{
-		s.q.enqueueKeyed: {int64(1), false}, // EnqueueMany goes on to its plain jobs
-		s.q.now:          {time.Now()},      // Resurrect and Purge read the clock first
-		s.q.tryAppLock:   {int64(0)},        // the lock is granted, so TryLead keeps the connection
-		s.q.appLockMode:  {"Exclusive"},     // ... and the next TryLead checks it
-		s.q.fireSchedule: {int64(1)},        // the tick is taken, so the fire enqueues its job
+		s.q.enqueueKeyed:    {int64(1), false}, // EnqueueMany goes on to its plain jobs
+		s.q.enqueueUnique:   {int64(2), false},
+		s.q.enqueueUniqueTx: {int64(2), false},
+		s.q.now:             {time.Now()},  // Resurrect and Purge read the clock first
+		s.q.tryAppLock:      {int64(0)},    // the lock is granted, so TryLead keeps the connection
+		s.q.appLockMode:     {"Exclusive"}, // ... and the next TryLead checks it
+		s.q.fireSchedule:    {int64(1)},    // the tick is taken, so the fire enqueues its job
 		// The doctor goes on to its probes and its transaction.
 		s.q.serverLevel:        {int64(160), int64(16), int64(3)},
 		s.q.caseSensitiveNames: {int64(0), nil},
@@ -156,6 +158,10 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		Delay: time.Second, MaxAttempts: 4, Tags: []string{"x", "y"}, CreatedBy: "test"}
 	keyed := plain
 	keyed.IdempotencyKey, keyed.Delay, keyed.RunAt = "order-1", 0, from
+	unique := plain
+	unique.Unique = &jobs.UniqueOpts{ByArgs: true, Period: time.Hour, States: jobs.UniqueActive | jobs.UniqueArchived}
+	uniqueKeyed := keyed
+	uniqueKeyed.Unique = &jobs.UniqueOpts{Fields: []string{"to"}}
 	one, minute := 1, time.Minute
 	paused := true
 	leader := NewLeader(s, "rescue")
@@ -177,6 +183,11 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 			_, err := s.EnqueueMany(ctx, []jobs.EnqueueParams{plain, keyed, keyed, {Type: "bare"}})
 			return err
 		}},
+		{"Enqueue", func() error { _, err := s.Enqueue(ctx, unique); return err }},
+		{"EnqueueMany", func() error {
+			_, err := s.EnqueueMany(ctx, []jobs.EnqueueParams{plain, unique, uniqueKeyed, keyed, unique})
+			return err
+		}},
 		{"EnqueueTx", func() error {
 			tx, err := s.DB().BeginTx(ctx, nil)
 			if err != nil {
@@ -185,7 +196,8 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 			defer tx.Rollback()
 			_, err1 := s.EnqueueTx(ctx, tx, plain)
 			_, err2 := s.EnqueueTx(ctx, tx, keyed)
-			return errors.Join(err1, err2)
+			_, err3 := s.EnqueueTx(ctx, tx, uniqueKeyed)
+			return errors.Join(err1, err2, err3)
 		}},
 		{"Claim", func() error {
 			_, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail", "mail", "sms"}, Limit: 10})

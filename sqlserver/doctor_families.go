@@ -28,6 +28,7 @@ type doctorFamily struct {
 var doctorFamilies = []doctorFamily{
 	{"enqueue", func(q *queries) []string { return []string{q.enqueueBatch} }, (*doctorRun).familyEnqueue},
 	{"keyed enqueue", func(q *queries) []string { return []string{q.enqueueKeyed, q.enqueueKeyedTx} }, (*doctorRun).familyKeyed},
+	{"unique enqueue", func(q *queries) []string { return []string{q.enqueueUnique, q.enqueueUniqueTx, q.lockEnqueueKeys} }, (*doctorRun).familyUnique},
 	{"claim", func(q *queries) []string { return []string{q.dueProbe, q.claim, q.adoptClaim, q.doctorLocks} }, (*doctorRun).familyClaim},
 	{"release", func(q *queries) []string { return []string{q.release} }, (*doctorRun).familyRelease},
 	{"start", func(q *queries) []string { return []string{q.start} }, (*doctorRun).familyStart},
@@ -239,6 +240,44 @@ func (d *doctorRun) familyKeyed(ctx context.Context) (string, error) {
 	}
 	d.jobs.later = append(d.jobs.later, first.ID, third.ID)
 	return "a job with a key; the same key again, which found that job; a keyed job inside the caller's transaction (EnqueueTx)", nil
+}
+
+// familyUnique enqueues a unique job, then its duplicate alone, inside
+// the caller's transaction and in a batch (which locks its keys first):
+// each finds the first. The key is the doctor's own (its queue), so no
+// job of the application's can be its holder.
+func (d *doctorRun) familyUnique(ctx context.Context) (string, error) {
+	u := d.job(time.Hour)
+	u.Unique = &jobs.UniqueOpts{ByArgs: true, ByQueue: true, Period: time.Hour}
+	first, err := d.st.Enqueue(ctx, u)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	again, err := d.st.Enqueue(ctx, u)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	inTx, err := d.base.EnqueueTx(ctx, d.tx, u)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	other := d.job(time.Hour)
+	other.Unique = &jobs.UniqueOpts{ByQueue: true}
+	many, err := d.st.EnqueueMany(ctx, []jobs.EnqueueParams{u, other, other})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	dups := []jobs.EnqueueResult{again, inTx, many[0]}
+	for _, r := range dups {
+		if first.Duplicate || !r.Duplicate || r.ID != first.ID {
+			return "", fmt.Errorf("sqlserver: a unique job enqueued again gave %+v after %+v: it should find the first", r, first)
+		}
+	}
+	if many[1].Duplicate || !many[2].Duplicate || many[2].ID != many[1].ID {
+		return "", fmt.Errorf("sqlserver: a batch with one unique key twice gave %+v and %+v: the second should find the first", many[1], many[2])
+	}
+	d.jobs.later = append(d.jobs.later, first.ID, many[1].ID)
+	return "a unique job; its duplicate alone, in the caller's transaction (EnqueueTx) and in a batch that locked its keys first, each finding it", nil
 }
 
 func (d *doctorRun) familyClaim(ctx context.Context) (string, error) {

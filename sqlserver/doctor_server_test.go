@@ -33,6 +33,7 @@ type doctorServer struct {
 	mu     sync.Mutex
 	mem    *memstore.Store
 	claims map[int64][]int64 // claim id -> the jobs it took
+	uniq   map[string]int64  // unique key (hash/bucket) -> the job that took it last
 	// claimed counts the rows claimed in the transaction (the lock rows
 	// grow with it); ended: the server rolled the transaction back.
 	claimed int
@@ -53,7 +54,7 @@ type doctorServer struct {
 func newDoctorServer(t *testing.T) *doctorServer {
 	t.Helper()
 	s, rec := recordingStore(t)
-	srv := &doctorServer{t: t, s: s, rec: rec, mem: memstore.New(), claims: map[int64][]int64{},
+	srv := &doctorServer{t: t, s: s, rec: rec, mem: memstore.New(), claims: map[int64][]int64{}, uniq: map[string]int64{},
 		answer: map[string]func(recordedCall) ([][]driver.Value, error){}}
 	srv.handlers = srv.statementHandlers()
 	rec.serve = srv.serve
@@ -93,7 +94,7 @@ func (srv *doctorServer) onTx(event string) error {
 
 // reset is the server's rollback of the doctor's transaction.
 func (srv *doctorServer) reset() {
-	srv.mem, srv.claims, srv.claimed = memstore.New(), map[int64][]int64{}, 0
+	srv.mem, srv.claims, srv.claimed, srv.uniq = memstore.New(), map[int64][]int64{}, 0, map[string]int64{}
 }
 
 func (srv *doctorServer) serve(c recordedCall) ([][]driver.Value, error) {
@@ -203,13 +204,18 @@ func unifiedRow(j *jobs.Job) []driver.Value {
 	case jobs.TableDLQ:
 		reason = int64(j.FailureReason)
 	}
+	var uniqueHash, uniqueBucket, uniqueStates driver.Value
+	if k := j.UniqueKey; k != nil {
+		uniqueHash, uniqueBucket, uniqueStates = k.Hash[:], k.Bucket, int64(j.UniqueStates)
+	}
 	return []driver.Value{j.ID, j.Queue, j.Type, j.Payload, int64(j.Priority), orNil(strings.Join(j.Tags, ",")), orNil(j.IdempotencyKey),
 		orNil(j.CreatedBy), int64(j.MaxAttempts), int64(j.AttemptCount), int64(j.Table), status, j.CreatedAt, j.ScheduledAt,
 		orNil(j.LastUpdatedAt), orNil(j.WorkerID), j.Lease, orNil(j.StartedAt), orNil(j.HeartbeatAt), orNil(j.DeadlineAt),
 		orNil(j.LastError), orNil(j.FinishedAt), duration, reason, orNil(j.ErrorDetails), int64(j.SnoozeCount),
 		orNil(j.CancelRequestedAt), orNil(j.CancelNote), orNil(j.HeartbeatMax.Milliseconds()),
 		orNil(metadataText(j.Metadata)), orNil(string(j.Output)), orNil(j.Progress), orNil(j.ProgressMessage),
-		orNil(int64(j.TimeoutFrom)), orNil(int64(j.ZombieRetryCap)), orNil(int64(j.ZombieRetries))}
+		orNil(int64(j.TimeoutFrom)), orNil(int64(j.ZombieRetryCap)), orNil(int64(j.ZombieRetries)),
+		uniqueHash, uniqueBucket, uniqueStates}
 }
 
 func metadataText(m map[string]string) string {
@@ -553,6 +559,45 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 		return one(r.ID, r.Duplicate), nil
 	}
 	h[q.enqueueKeyed], h[q.enqueueKeyedTx] = keyed, keyed
+	// The fake keeps the keys table as the statements do: the job that took
+	// a key last, which holds it while its table counts.
+	bucketOf := func(periodMs int64) int64 {
+		if periodMs == 0 {
+			return 0
+		}
+		return time.Now().UnixMilli() / periodMs
+	}
+	unique := func(c recordedCall) ([][]driver.Value, error) {
+		a := argsOf(c)
+		b := bucketOf(a.i64("periodMs"))
+		if a.i64("hasBucket") == 1 {
+			b = a.i64("bucket")
+		}
+		key := fmt.Sprintf("%s/%d", a.str("hashHex"), b) // serve holds srv.mu
+		if id, ok := srv.uniq[key]; ok {
+			if j, err := mem().GetJob(ctx, id); err == nil && jobs.UniqueStates(a.i64("states")).Holds(j.Table) {
+				return one(id, true), nil
+			}
+		}
+		p := enqueueParams(a.tvp("items").([]insertRow)[0])
+		p.IdempotencyKey = a.str("key")
+		r, err := mem().Enqueue(ctx, p)
+		if err != nil || r.Duplicate {
+			return one(r.ID, r.Duplicate), err
+		}
+		srv.uniq[key] = r.ID
+		return one(r.ID, false), nil
+	}
+	h[q.enqueueUnique], h[q.enqueueUniqueTx] = unique, unique
+	h[q.lockEnqueueKeys] = func(c recordedCall) ([][]driver.Value, error) {
+		out := [][]driver.Value{}
+		for _, k := range argsOf(c).tvp("keys").([]enqueueKeyRow) {
+			if k.KeyHash != nil {
+				out = append(out, []driver.Value{int64(k.Ord), bucketOf(*k.PeriodMs)})
+			}
+		}
+		return out, nil
+	}
 	for _, stmt := range q.probes {
 		h[stmt] = func(recordedCall) ([][]driver.Value, error) { return nil, nil }
 	}

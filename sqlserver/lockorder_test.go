@@ -16,6 +16,7 @@ import (
 // its name here.
 var lockOrderRow = map[string]string{
 	"enqueueBatch": "enqueue", "enqueueKeyed": "keyed enqueue", "enqueueKeyedTx": "keyed enqueue", "jobByKey": "keyed enqueue",
+	"enqueueUnique": "unique enqueue", "enqueueUniqueTx": "unique enqueue", "lockEnqueueKeys": "lock batch keys",
 	"claim": "claim", "adoptClaim": "adopt a lost claim", "dueProbe": "due probe",
 	"start": "start", "heartbeat": "heartbeat", "heartbeatProgress": "heartbeat with progress", "complete": "complete", "deadLetter": "dead-letter", "snooze": "snooze",
 	"cancel": "cancel", "transition": "transition", "release": "release",

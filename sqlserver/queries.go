@@ -68,7 +68,8 @@ const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     CAST(NULL AS DATETIME2(7)), CAST(NULL AS BIGINT), CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
     $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs,
     $.Metadata, CAST(NULL AS NVARCHAR(MAX)), $.ProgressFraction, $.ProgressMessage,
-    $.TimeoutSource, $.ZombieRetryCap, $.ZombieRetries`
+    $.TimeoutSource, $.ZombieRetryCap, $.ZombieRetries,
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
@@ -76,7 +77,8 @@ const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.
     $.FinishedAtUtc, $.DurationMs, CAST(NULL AS INT), CAST(NULL AS NVARCHAR(MAX)),
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
     $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
-    CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT)`
+    CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT),
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
@@ -84,7 +86,8 @@ const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     $.FinishedAtUtc, CAST(NULL AS BIGINT), $.FailureReason, $.ErrorDetails,
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
     $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
-    CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT)`
+    CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT),
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -100,6 +103,7 @@ var unifiedNames = [][2]string{
 	{"HeartbeatMaxMs", "INT"}, {"Metadata", "NVARCHAR(MAX)"}, {"OutputJson", "NVARCHAR(MAX)"}, {"ProgressFraction", "REAL"},
 	{"ProgressMessage", "NVARCHAR(200)"},
 	{"TimeoutSource", "TINYINT"}, {"ZombieRetryCap", "INT"}, {"ZombieRetries", "INT"},
+	{"UniqueKeyHash", "BINARY(32)"}, {"UniqueBucket", "BIGINT"}, {"UniqueStates", "TINYINT"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -123,19 +127,20 @@ func unifiedSelect(alias string) string {
 // Columns a move copies out of JobsHot.
 const (
 	archiveColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
-    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs, SnoozeCount, Metadata`
+    CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs, SnoozeCount, Metadata,
+    UniqueKeyHash, UniqueBucket, UniqueStates`
 	archiveFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
     deleted.RunLease, deleted.StartedAtUtc, deleted.LastError, @now, DATEDIFF_BIG(MILLISECOND, deleted.StartedAtUtc, @now),
-    deleted.SnoozeCount, deleted.Metadata`
+    deleted.SnoozeCount, deleted.Metadata, deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates`
 	dlqColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
     CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, HeartbeatUtc, DeadlineUtc, LastError, Metadata,
-    SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
+    UniqueKeyHash, UniqueBucket, UniqueStates, SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
 	// dlqFromDeleted is followed by the reason and the details.
 	dlqFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
     deleted.RunLease, deleted.StartedAtUtc, deleted.HeartbeatUtc, deleted.DeadlineUtc, deleted.LastError, deleted.Metadata,
-    deleted.SnoozeCount, @now`
+    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates, deleted.SnoozeCount, @now`
 	// cancelledReason is the reason of a move to the DLQ by rescue phase
 	// 3: Timeout, or Cancelled for a job whose cancel was requested.
 	cancelledReason = `CASE WHEN deleted.CancelRequestedUtc IS NULL THEN 7 ELSE 1 END`
@@ -150,13 +155,13 @@ const (
 // metadata of the jobs that have any comes in the MetadataList @metadata,
 // by the item's Ord (empty for a batch without metadata; ADR 0028).
 const insertFromItems = `INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
-    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, Metadata)
+    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, Metadata, UniqueKeyHash, UniqueBucket, UniqueStates)
 SELECT {{idExpr}}, i.Queue, i.Type, i.Payload, i.Priority, i.Tags, {{keyExpr}}, i.CreatedBy, i.MaxAttempts,
     0, 0, @now,
     CASE WHEN i.RunAtMs IS NULL
         THEN DATEADD(MILLISECOND, i.DelayMs % 1000, DATEADD(SECOND, i.DelayMs / 1000, @now))
         ELSE DATEADD(MILLISECOND, i.RunAtMs % 86400000, DATEADD(DAY, i.RunAtMs / 86400000, CAST('19700101' AS DATETIME2(7)))) END,
-    @now, 0, m.Metadata
+    @now, 0, m.Metadata, {{uniqueExpr}}
 FROM @items AS i
 LEFT JOIN @metadata AS m ON m.Ord = i.Ord;`
 
@@ -247,6 +252,167 @@ SELECT @id, @dup;`
 const qJobByKey = `SET NOCOUNT ON;
 DECLARE @k NVARCHAR(200) = @key;
 SELECT Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;`
+
+// Unique jobs (ADR 0030). JobUniqueKeys names, per key (KeyHash, Bucket),
+// the job that took it last; that job holds the key while it is hot, or
+// finished in a table its States count. Only statements that hold the
+// key's application lock (uniqueLock) insert or re-point a row: the
+// enqueue of a unique job and resurrect. Retention and purge delete a
+// job's row with the job; no other move writes the table, so the claim,
+// the start and every finish are unchanged by unique jobs.
+//
+// uniqueLock names a key's lock: the hash in hex and the bucket. Every
+// statement that takes several takes them in (KeyHash, Bucket) order, and
+// an enqueue takes its unique key's lock before its idempotency key's, so
+// two enqueues never wait for each other's keys in a cycle.
+// uniqueLockOfBatch is the same name, of a key of the batch's @buckets.
+const (
+	uniqueLock        = `N'chokaq:{{name}}:unique:' + CONVERT(NVARCHAR(64), @h, 2) + N':' + CONVERT(NVARCHAR(20), @b)`
+	uniqueLockOfBatch = `N'chokaq:{{name}}:unique:' + CONVERT(NVARCHAR(64), u.KeyHash, 2) + N':' + CONVERT(NVARCHAR(20), u.Bucket)`
+)
+
+// uniqueHolds sets @held to 1 when job @x, named by a key row with states
+// @xs, holds the key: it is hot, or archived and @xs counts the archive,
+// or dead-lettered and @xs counts the DLQ. IF, not OR, so the tables are
+// read in this order: a job only moves out of JobsHot while the key lock
+// is not held by its mover, and a locking read of its hot row waits for
+// the move to commit and then finds it in the table it went to.
+// READCOMMITTEDLOCK reads the latest committed row also in a caller's
+// SNAPSHOT transaction.
+const uniqueHolds = `IF EXISTS (SELECT 1 FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE Id = @x)
+    SET @held = 1;
+ELSE IF @xs & 8 <> 0 AND EXISTS (SELECT 1 FROM {{s}}.JobsArchive WITH (READCOMMITTEDLOCK) WHERE Id = @x)
+    SET @held = 1;
+ELSE IF @xs & 16 <> 0 AND EXISTS (SELECT 1 FROM {{s}}.JobsDLQ WITH (READCOMMITTEDLOCK) WHERE Id = @x)
+    SET @held = 1;`
+
+// uniqueTake points the key's row at job @id: an UPDATE of the row if
+// there is one, else an INSERT. Only holders of the key's lock write rows,
+// and retention deletes only rows of jobs it deletes, so the row cannot
+// appear between the two.
+const uniqueTake = `UPDATE {{s}}.JobUniqueKeys WITH (ROWLOCK) SET JobId = @id, States = @us WHERE KeyHash = @h AND Bucket = @b;
+IF @@ROWCOUNT = 0
+    INSERT INTO {{s}}.JobUniqueKeys WITH (ROWLOCK) (KeyHash, Bucket, JobId, States) VALUES (@h, @b, @id, @us);`
+
+// Enqueue of one unique job (the single row of @items): the hash comes as
+// hex (@hashHex), the bucket either given (@hasBucket, by the batch's
+// qLockEnqueueKeys, which took the lock) or computed here from the
+// server's clock, floor(unix ms / @periodMs). Under the key's lock: the
+// key row and its holder; a holder makes the enqueue a duplicate of it;
+// else the job is inserted and takes the key. A job with an idempotency
+// key (@key not empty) takes that key's lock second and checks it first,
+// as the in-memory store does: the idempotency key's holder wins.
+const uniquePrologue = `SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @h BINARY(32) = CONVERT(BINARY(32), @hashHex, 2), @us TINYINT = @states;
+DECLARE @b BIGINT = CASE WHEN @hasBucket = 1 THEN @bucket WHEN @periodMs = 0 THEN 0
+    ELSE DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(7)), @now) / @periodMs END;
+DECLARE @k NVARCHAR(200) = NULLIF(@key, N'');
+DECLARE @id BIGINT, @dup BIT = 0, @rc INT, @x BIGINT, @xs TINYINT, @held BIT = 0;
+DECLARE @ulock NVARCHAR(255) = ` + uniqueLock + `;
+DECLARE @lock NVARCHAR(255) = N'chokaq:{{name}}:key:' + CONVERT(NVARCHAR(11), CHECKSUM(ISNULL(@k, N'')));`
+
+const uniqueBody = `EXEC @rc = sys.sp_getapplock @Resource = @ulock, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51003, N'chokaq: the unique key lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+IF @k IS NOT NULL
+BEGIN
+    EXEC @rc = sys.sp_getapplock @Resource = @lock, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+    IF @rc < 0
+        THROW 51001, N'chokaq: the idempotency key lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+    SELECT @id = Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;
+    IF @id IS NOT NULL
+        SET @dup = 1;
+END
+IF @dup = 0
+BEGIN
+    SELECT @x = JobId, @xs = States FROM {{s}}.JobUniqueKeys WITH (READCOMMITTEDLOCK) WHERE KeyHash = @h AND Bucket = @b;
+    IF @x IS NOT NULL
+    BEGIN
+        ` + uniqueHolds + `
+    END
+    IF @held = 1
+    BEGIN
+        SET @id = @x;
+        SET @dup = 1;
+    END
+END
+IF @dup = 0
+BEGIN
+    BEGIN TRY
+        SET @id = NEXT VALUE FOR {{s}}.JobIds;
+        ` + "{{insertUnique}}" + `
+    END TRY
+    BEGIN CATCH
+        -- Only the idempotency key's unique index can refuse the row: a
+        -- resurrected job took that key (see keyedBody).
+        IF ERROR_NUMBER() NOT IN (2601, 2627) OR XACT_STATE() <> 1 OR @k IS NULL
+            THROW;
+        SET @id = NULL;
+        SELECT @id = Id FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE IdempotencyKey = @k;
+        IF @id IS NULL
+            THROW;
+        SET @dup = 1;
+    END CATCH
+    IF @dup = 0
+    BEGIN
+        ` + uniqueTake + `
+    END
+END`
+
+// The store's own transaction and a caller's, as for idempotency keys
+// (qEnqueueKeyed, qEnqueueKeyedTx).
+const qEnqueueUnique = uniquePrologue + `
+SET XACT_ABORT ON;
+BEGIN TRANSACTION;
+` + uniqueBody + `
+COMMIT TRANSACTION;
+SELECT @id, @dup;`
+
+const qEnqueueUniqueTx = uniquePrologue + `
+SET XACT_ABORT OFF;
+IF @@TRANCOUNT = 0
+    THROW 51002, N'chokaq: EnqueueTx needs an open transaction', 1;
+` + uniqueBody + `
+SELECT @id, @dup;`
+
+// qLockEnqueueKeys takes, in the batch's transaction, the locks of every
+// key of an EnqueueMany before its first item: the unique keys in
+// (KeyHash, Bucket) order, then the idempotency keys in Ord order, which
+// the store gives them in the order of the keys' bytes, the order a batch
+// without unique keys takes them in (enqueueMany). The items' statements then take their locks again (an
+// application lock owned by the transaction is counted, not waited for),
+// so however the batch orders its items, every enqueue takes key locks in
+// one global order. It returns each unique key's bucket, computed once
+// from the server's clock: the items' statements use it, so an item
+// enqueued after the bucket turned still takes the key it locked.
+const qLockEnqueueKeys = `SET NOCOUNT ON;
+IF @@TRANCOUNT = 0
+    THROW 51002, N'chokaq: the key locks of a batch need its transaction', 1;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @locks TABLE (Seq INT NOT NULL PRIMARY KEY, Name NVARCHAR(255) NOT NULL);
+DECLARE @buckets TABLE (Ord INT NOT NULL PRIMARY KEY, KeyHash BINARY(32) NOT NULL, Bucket BIGINT NOT NULL);
+INSERT INTO @buckets (Ord, KeyHash, Bucket)
+SELECT Ord, KeyHash, CASE WHEN PeriodMs = 0 THEN 0 ELSE DATEDIFF_BIG(MILLISECOND, CAST('19700101' AS DATETIME2(7)), @now) / PeriodMs END
+FROM @keys WHERE KeyHash IS NOT NULL;
+INSERT INTO @locks (Seq, Name)
+SELECT ROW_NUMBER() OVER (ORDER BY u.KeyHash, u.Bucket), ` + uniqueLockOfBatch + `
+FROM (SELECT DISTINCT KeyHash, Bucket FROM @buckets) AS u;
+INSERT INTO @locks (Seq, Name)
+SELECT (SELECT COUNT(*) FROM @locks) + ROW_NUMBER() OVER (ORDER BY MIN(i.Ord)), i.Name
+FROM (SELECT Ord, N'chokaq:{{name}}:key:' + CONVERT(NVARCHAR(11), CHECKSUM(CONVERT(NVARCHAR(200), IdempotencyKey))) AS Name
+      FROM @keys WHERE IdempotencyKey IS NOT NULL) AS i
+GROUP BY i.Name;
+DECLARE @seq INT = 1, @last INT = (SELECT COUNT(*) FROM @locks), @name NVARCHAR(255), @rc INT;
+WHILE @seq <= @last
+BEGIN
+    SELECT @name = Name FROM @locks WHERE Seq = @seq;
+    EXEC @rc = sys.sp_getapplock @Resource = @name, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+    IF @rc < 0
+        THROW 51003, N'chokaq: a key lock of the batch was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+    SET @seq += 1;
+END
+SELECT Ord, Bucket FROM @buckets ORDER BY Ord;`
 
 // queueLock names a queue's application lock. Queue names are ASCII
 // (jobs.ValidateQueueName), so UPPER makes the name compare as the Queue
@@ -901,11 +1067,13 @@ OPTION (RECOMPILE);`
 // last of them.
 func (t tableSQL) qPurge() string {
 	return `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 ` + filterPrologue + `
-DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL);
+` + goneDecl + `
+BEGIN TRANSACTION;
 DELETE d
-OUTPUT deleted.FinishedAtUtc, deleted.Id INTO @gone
+OUTPUT ` + goneOutput + ` INTO @gone
 FROM {{s}}.` + t.name + ` AS d WITH (` + outerHints(t.name) + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
@@ -915,8 +1083,28 @@ INNER JOIN (
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id
 OPTION (RECOMPILE);
-` + lastGone
+` + goneKeys + lastGone
 }
+
+// goneDecl, goneOutput and goneKeys are a purge or trim step's table of
+// the jobs it deleted and the deletion of their unique keys' rows, in the
+// same transaction (ADR 0030): a row goes with the job it names, by the
+// key the job carries (a clustered-key seek, nothing for a job that is not
+// unique), and only if it still names that job. READPAST skips a row an
+// enqueue or a resurrect is re-pointing at another job, which is then no
+// longer this one's to delete; a re-point rolled back leaves the row
+// naming a job that is gone, which holds nothing: the key's next enqueue
+// takes it over.
+const (
+	goneDecl = `DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL,
+    UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL);`
+	goneOutput = `deleted.FinishedAtUtc, deleted.Id, deleted.UniqueKeyHash, deleted.UniqueBucket`
+	goneKeys   = `DELETE k
+FROM {{s}}.JobUniqueKeys AS k WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+INNER JOIN @gone AS g ON k.KeyHash = g.UniqueKeyHash AND k.Bucket = g.UniqueBucket AND k.JobId = g.Id;
+COMMIT TRANSACTION;
+`
+)
 
 // lastGone reports a purge or trim step: how many rows @gone holds and the
 // last of them in (FinishedAtUtc, Id) order, NULLs when it is empty.
@@ -925,13 +1113,21 @@ FROM (SELECT 1 AS one) AS o
 LEFT JOIN (SELECT TOP (1) FinishedAtUtc, Id FROM @gone ORDER BY FinishedAtUtc DESC, Id DESC) AS g ON 1 = 1;`
 
 // qResurrect moves one bounded batch of dead letters back to Pending in one
-// transaction, oldest first: out of the DLQ into a table variable, then
-// into JobsHot with AttemptCount reset and the ID and lease kept. A key that
-// an active job holds now (or that another resurrected job of this batch
-// takes first) is dropped, because keys are unique among active jobs. The
-// check takes no range lock; a keyed enqueue that wins the key between the
-// check and the insert makes the insert fail with 2601, which rolls the
-// whole batch back, and the store runs it again.
+// transaction, oldest first: picked into @pick, then out of the DLQ into a
+// table variable, then into JobsHot with AttemptCount reset and the ID and
+// lease kept. A unique job takes its key back unless another job holds it
+// (ADR 0030): before any job row, under each key's lock, in (KeyHash,
+// Bucket) order as an enqueue takes them, the key's row and its holder are
+// read as an enqueue reads them; of the picked jobs of one key, the one the
+// row names (else the first) takes the key when no other job holds it, and
+// the others go on without it. A picked job that another statement moved
+// or purged in the meantime is not moved; if it had taken its key, the row
+// names a job that holds nothing, which the next enqueue takes over.
+// An idempotency key that an active job holds now (or that another
+// resurrected job of this batch takes first) is dropped, because keys are
+// unique among active jobs. That check takes no range lock; a keyed enqueue
+// that wins the key between the check and the insert makes the insert fail
+// with 2601, which rolls the whole batch back, and the store runs it again.
 func qResurrect() string {
 	dlq := tables[jobs.TableDLQ]
 	return `SET NOCOUNT ON;
@@ -940,33 +1136,72 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 ` + filterPrologue + `
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @payload VARBINARY(MAX) = CONVERT(VARBINARY(MAX), @payloadHex, 2);
+DECLARE @pick TABLE (Id BIGINT NOT NULL PRIMARY KEY, KeyHash BINARY(32) NULL, Bucket BIGINT NULL, States TINYINT NULL,
+    Keep BIT NOT NULL DEFAULT 0, INDEX IX_Key (KeyHash, Bucket));
 DECLARE @moved TABLE (
     Id BIGINT NOT NULL PRIMARY KEY, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL, Payload VARBINARY(MAX) NULL,
     Priority INT NOT NULL, Tags NVARCHAR(1000) NULL, IdempotencyKey NVARCHAR(200) NULL, CreatedBy NVARCHAR(100) NULL,
     MaxAttempts INT NOT NULL, CreatedAtUtc DATETIME2(7) NOT NULL, RunLease BIGINT NOT NULL, ErrorDetails NVARCHAR(MAX) NULL,
-    Metadata NVARCHAR(MAX) NULL);
+    Metadata NVARCHAR(MAX) NULL, UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL, UniqueStates TINYINT NULL);
+INSERT INTO @pick (Id, KeyHash, Bucket, States)
+SELECT TOP (@limit) t.Id, t.UniqueKeyHash, t.UniqueBucket, t.UniqueStates
+FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+` + dlq.where("t") + `
+ORDER BY t.FinishedAtUtc, t.Id
+OPTION (RECOMPILE);
+DECLARE @h BINARY(32), @b BIGINT, @lastH BINARY(32), @lastB BIGINT, @id BIGINT, @us TINYINT;
+DECLARE @x BIGINT, @xs TINYINT, @held BIT, @rc INT, @ulock NVARCHAR(255);
 BEGIN TRANSACTION;
+WHILE 1 = 1
+BEGIN
+    SET @h = NULL;
+    SELECT TOP (1) @h = KeyHash, @b = Bucket FROM @pick
+    WHERE KeyHash IS NOT NULL AND (@lastH IS NULL OR KeyHash > @lastH OR (KeyHash = @lastH AND Bucket > @lastB))
+    ORDER BY KeyHash, Bucket;
+    IF @h IS NULL
+        BREAK;
+    SET @ulock = ` + uniqueLock + `;
+    EXEC @rc = sys.sp_getapplock @Resource = @ulock, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+    IF @rc < 0
+        THROW 51003, N'chokaq: the unique key lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+    SET @x = NULL;
+    SET @xs = NULL;
+    SET @held = 0;
+    SELECT @x = JobId, @xs = States FROM {{s}}.JobUniqueKeys WITH (READCOMMITTEDLOCK) WHERE KeyHash = @h AND Bucket = @b;
+    SELECT TOP (1) @id = p.Id, @us = p.States FROM @pick AS p
+    WHERE p.KeyHash = @h AND p.Bucket = @b
+    ORDER BY CASE WHEN p.Id = @x THEN 0 ELSE 1 END, p.Id;
+    IF @x IS NOT NULL AND @x <> @id
+    BEGIN
+        ` + uniqueHolds + `
+    END
+    IF @held = 0
+    BEGIN
+        ` + uniqueTake + `
+        UPDATE @pick SET Keep = 1 WHERE Id = @id;
+    END
+    SELECT @lastH = @h, @lastB = @b;
+END
 DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
-    deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails, deleted.Metadata
+    deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails, deleted.Metadata,
+    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates
 INTO @moved
 FROM {{s}}.JobsDLQ AS d WITH (` + outerHints("JobsDLQ") + `)
-INNER JOIN (
-    SELECT TOP (@limit) t.Id
-    FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
-    ` + dlq.where("t") + `
-    ORDER BY t.FinishedAtUtc, t.Id
-) AS x ON x.Id = d.Id
-OPTION (RECOMPILE);
+INNER JOIN @pick AS x ON x.Id = d.Id;
 INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
-    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError, Metadata)
+    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError, Metadata,
+    UniqueKeyHash, UniqueBucket, UniqueStates)
 SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m.Payload END, m.Priority, m.Tags,
     CASE WHEN m.IdempotencyKey IS NULL OR m.KeyRank > 1
               OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (READCOMMITTEDLOCK)
                          WHERE k.IdempotencyKey = m.IdempotencyKey)
          THEN NULL ELSE m.IdempotencyKey END,
-    m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails, m.Metadata
-FROM (SELECT mv.*, ROW_NUMBER() OVER (PARTITION BY mv.IdempotencyKey ORDER BY mv.Id) AS KeyRank FROM @moved AS mv) AS m;
+    m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails, m.Metadata,
+    CASE WHEN p.Keep = 1 THEN m.UniqueKeyHash END, CASE WHEN p.Keep = 1 THEN m.UniqueBucket END,
+    CASE WHEN p.Keep = 1 THEN m.UniqueStates END
+FROM (SELECT mv.*, ROW_NUMBER() OVER (PARTITION BY mv.IdempotencyKey ORDER BY mv.Id) AS KeyRank FROM @moved AS mv) AS m
+INNER JOIN @pick AS p ON p.Id = m.Id;
 COMMIT TRANSACTION;
 SELECT COUNT(*) FROM @moved;`
 }
@@ -1115,13 +1350,15 @@ SELECT Queue FROM @names ORDER BY Queue;`
 // leaves a row another statement holds to a later sweep.
 func qTrim(table, index string) string {
 	return `SET NOCOUNT ON;
+SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @fq NVARCHAR(100) = @queue;
 DECLARE @cutoff DATETIME2(7) = ` + agoFrom("olderThan", "SYSUTCDATETIME()") + `;
 DECLARE @from DATETIME2(7) = CASE WHEN @hasAfter = 1 THEN @afterUtc ELSE CAST('00010101' AS DATETIME2(7)) END;
-DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL);
+` + goneDecl + `
+BEGIN TRANSACTION;
 DELETE d
-OUTPUT deleted.FinishedAtUtc, deleted.Id INTO @gone
+OUTPUT ` + goneOutput + ` INTO @gone
 FROM {{s}}.` + table + ` AS d WITH (` + outerHints(table) + `)
 INNER JOIN (
     SELECT TOP (@limit) t.Id
@@ -1130,7 +1367,7 @@ INNER JOIN (
       AND (@hasAfter = 0 OR t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id;
-` + lastGone
+` + goneKeys + lastGone
 }
 
 // finishedCounts counts the jobs of both finished tables by queue and
@@ -1273,11 +1510,12 @@ SELECT @rc;`
 
 // qResetForTest empties every table between contract cases.
 const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive; DELETE FROM {{s}}.JobsDLQ; DELETE FROM {{s}}.Queues;
-DELETE FROM {{s}}.Schedules;`
+DELETE FROM {{s}}.Schedules; DELETE FROM {{s}}.JobUniqueKeys;`
 
 // queries is every statement rendered for one schema.
 type queries struct {
 	enqueueKeyed, enqueueKeyedTx, jobByKey, enqueueBatch              string
+	enqueueUnique, enqueueUniqueTx, lockEnqueueKeys                   string
 	claim, adoptClaim                                                 string
 	dueProbe                                                          string
 	start, heartbeat, heartbeatProgress, complete, snooze, deadLetter string
@@ -1319,8 +1557,12 @@ var agoColumn = strings.NewReplacer(
 )
 
 var (
-	batchInsert = strings.NewReplacer("{{idExpr}}", "@first + i.Ord", "{{keyExpr}}", "NULL").Replace(insertFromItems)
-	keyedInsert = strings.NewReplacer("{{idExpr}}", "@id", "{{keyExpr}}", "@k").Replace(insertFromItems)
+	noUnique    = "NULL, NULL, NULL"
+	batchInsert = strings.NewReplacer("{{idExpr}}", "@first + i.Ord", "{{keyExpr}}", "NULL", "{{uniqueExpr}}", noUnique).Replace(insertFromItems)
+	keyedInsert = strings.NewReplacer("{{idExpr}}", "@id", "{{keyExpr}}", "@k", "{{uniqueExpr}}", noUnique).Replace(insertFromItems)
+	// uniqueInsert is the insert of a unique job, with or without an
+	// idempotency key (@k is NULL without one).
+	uniqueInsert = strings.NewReplacer("{{idExpr}}", "@id", "{{keyExpr}}", "@k", "{{uniqueExpr}}", "@h, @b, @us").Replace(insertFromItems)
 )
 
 // render builds every statement for a schema name that schema.ValidateName
@@ -1346,6 +1588,9 @@ func render(name string) *queries {
 		enqueueKeyed:       r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
 		enqueueKeyedTx:     r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
 		jobByKey:           r.Replace(qJobByKey),
+		enqueueUnique:      r.Replace(strings.Replace(qEnqueueUnique, "{{insertUnique}}", uniqueInsert, 1)),
+		enqueueUniqueTx:    r.Replace(strings.Replace(qEnqueueUniqueTx, "{{insertUnique}}", uniqueInsert, 1)),
+		lockEnqueueKeys:    r.Replace(qLockEnqueueKeys),
 		adoptClaim:         r.Replace(qAdoptClaim),
 		serverLevel:        schema.ServerLevelQuery,
 		caseSensitiveNames: qCaseSensitiveNames,

@@ -82,6 +82,7 @@ var tableRights = []struct {
 	{"JobsDLQ", "Queue", []string{"SELECT", "INSERT", "DELETE"}},
 	{"Queues", "Name", []string{"SELECT", "INSERT", "UPDATE"}},
 	{"Schedules", "Name", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
+	{"JobUniqueKeys", "JobId", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 	{schema.MigrationsTable, "", []string{"SELECT"}},
 }
 

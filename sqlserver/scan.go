@@ -28,6 +28,8 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			metadata, output, progressMessage               sql.NullString
 			progress                                        sql.NullFloat64
 			timeoutFrom, zombieCap, zombieRetries           sql.NullInt64
+			uniqueHash                                      []byte
+			uniqueBucket, uniqueStates                      sql.NullInt64
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
@@ -35,7 +37,8 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			&done, &durationMs, &reason, &details,
 			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs,
 			&metadata, &output, &progress, &progressMessage,
-			&timeoutFrom, &zombieCap, &zombieRetries)
+			&timeoutFrom, &zombieCap, &zombieRetries,
+			&uniqueHash, &uniqueBucket, &uniqueStates)
 		if err != nil {
 			return nil, err
 		}
@@ -62,6 +65,11 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 		j.Progress, j.ProgressMessage = progress.Float64, progressMessage.String
 		j.TimeoutFrom = jobs.PolicySource(timeoutFrom.Int64)
 		j.ZombieRetryCap, j.ZombieRetries = int(zombieCap.Int64), int(zombieRetries.Int64)
+		if len(uniqueHash) == jobs.UniqueHashLen {
+			k := jobs.UniqueKey{Bucket: uniqueBucket.Int64}
+			copy(k.Hash[:], uniqueHash)
+			j.UniqueKey, j.UniqueStates = &k, jobs.UniqueStates(uniqueStates.Int64)
+		}
 		out = append(out, &j)
 	}
 	return out, rows.Err()

@@ -265,26 +265,13 @@ func hexText(b []byte) mssql.NVarCharMax { return mssql.NVarCharMax(hex.EncodeTo
 // lockTimeoutMs is sp_getapplock's @LockTimeout.
 func (s *Store) lockTimeoutMs() int64 { return s.lockTimeout.Milliseconds() }
 
-// refuseUnique refuses a unique job: this store does not write the keys
-// table of ADR 0030 yet, and a job enqueued without its key would let
-// through the duplicates its caller asked to refuse.
-func refuseUnique(p jobs.EnqueueParams) error {
-	if p.Unique != nil {
-		return fmt.Errorf("sqlserver: enqueue %s/%s: %w", p.Queue, p.Type, jobs.ErrUniqueUnsupported)
-	}
-	return nil
-}
-
 // Enqueue implements jobs.Store.
 func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
 	p, err := p.Normalize(s.limits)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	if err := refuseUnique(p); err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	idem := idempotency(p.IdempotencyKey != "")
+	idem := idempotency(p.IdempotencyKey != "" || p.Unique != nil)
 	var r jobs.EnqueueResult
 	err = s.do(ctx, "enqueue", idem, func(ctx context.Context) error {
 		var err error
@@ -297,15 +284,18 @@ func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.Enqueue
 	return r, nil
 }
 
+// ErrNilTx is wrapped by EnqueueTx's error for a nil transaction.
+var ErrNilTx = errors.New("sqlserver: the caller's transaction is nil")
+
 // EnqueueTx enqueues inside the caller's transaction: the job exists if and
 // only if the caller commits. Transient errors are not retried here, because
 // the transaction is the caller's to retry.
 func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
+	if tx == nil {
+		return jobs.EnqueueResult{}, fmt.Errorf("sqlserver: enqueue %s/%s in caller's transaction: %w", p.Queue, p.Type, ErrNilTx)
+	}
 	p, err := p.Normalize(s.limits)
 	if err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	if err := refuseUnique(p); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	r, err := s.enqueueOne(ctx, tx, p, true)
@@ -317,26 +307,40 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams)
 
 // enqueueOne inserts one job; a keyed job goes through the key check. inTx
 // says q is a transaction the caller opened (EnqueueTx, EnqueueMany): the
-// statement then takes no transaction of its own, and its key lock lasts
-// until that one ends.
-func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams, inTx bool) (jobs.EnqueueResult, error) {
+// statement then takes no transaction of its own, and its key locks last
+// until that one ends. A unique job's bucket is computed by the statement
+// unless bucket is given (a batch's, computed when it locked the keys).
+func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams, inTx bool, bucket ...int64) (jobs.EnqueueResult, error) {
 	items := s.insertTVP([]insertRow{toInsertRow(0, p)})
 	meta, err := s.metadataTVP([]jobs.EnqueueParams{p})
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	var r jobs.EnqueueResult
-	if p.IdempotencyKey == "" {
+	if p.IdempotencyKey == "" && p.Unique == nil {
 		err := q.QueryRowContext(ctx, s.q.enqueueBatch, named("n", int64(1)), named("items", items), named("metadata", meta)).Scan(&r.ID)
 		return r, err
 	}
-	stmt := s.q.enqueueKeyed
+	stmt, args := s.q.enqueueKeyed, []any{named("items", items), named("metadata", meta),
+		named("key", text(p.IdempotencyKey)), named("lockTimeoutMs", s.lockTimeoutMs())}
 	if inTx {
 		stmt = s.q.enqueueKeyedTx
 	}
-	key := named("key", text(p.IdempotencyKey))
+	if p.Unique != nil {
+		hash, _, err := p.UniqueHash() // Normalize has checked it
+		if err != nil {
+			return r, err
+		}
+		stmt = s.q.enqueueUnique
+		if inTx {
+			stmt = s.q.enqueueUniqueTx
+		}
+		args = append(args, named("hashHex", hexText(hash[:])), named("periodMs", p.Unique.Period.Milliseconds()),
+			named("states", int64(p.Unique.States.Effective())), named("hasBucket", flag(len(bucket) > 0)),
+			named("bucket", append(bucket, 0)[0]))
+	}
 	for range 3 {
-		err := q.QueryRowContext(ctx, stmt, named("items", items), named("metadata", meta), key, named("lockTimeoutMs", s.lockTimeoutMs())).Scan(&r.ID, &r.Duplicate)
+		err := q.QueryRowContext(ctx, stmt, args...).Scan(&r.ID, &r.Duplicate)
 		if !isDuplicateKey(err) {
 			return r, err
 		}
@@ -350,7 +354,7 @@ func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams,
 		// The key was taken by a path that takes no key lock (resurrect)
 		// between the check and the insert, and the insert rolled back:
 		// that job is the answer. If it is already gone, try again.
-		err = q.QueryRowContext(ctx, s.q.jobByKey, key).Scan(&r.ID)
+		err = q.QueryRowContext(ctx, s.q.jobByKey, named("key", text(p.IdempotencyKey))).Scan(&r.ID)
 		if err == nil {
 			r.Duplicate = true
 			return r, nil
@@ -436,11 +440,6 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	if err != nil {
 		return nil, err
 	}
-	for i, p := range ps {
-		if err := refuseUnique(p); err != nil {
-			return nil, &jobs.BatchItemError{Index: i, Err: err}
-		}
-	}
 	if len(ps) == 0 {
 		return nil, nil
 	}
@@ -464,31 +463,24 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 
 func (s *Store) enqueueMany(ctx context.Context, tx querier, ps []jobs.EnqueueParams) ([]jobs.EnqueueResult, error) {
 	out := make([]jobs.EnqueueResult, len(ps))
-	firstOfKey := map[string]int{}
 	var keyed, plain []int
+	unique := false
 	for i, p := range ps {
-		switch {
-		case p.IdempotencyKey == "":
+		if p.IdempotencyKey == "" && p.Unique == nil {
 			plain = append(plain, i)
-		case hasKey(firstOfKey, p.IdempotencyKey):
-			// resolved after its first occurrence below
-		default:
-			firstOfKey[p.IdempotencyKey] = i
-			keyed = append(keyed, i)
+			continue
 		}
+		keyed = append(keyed, i)
+		unique = unique || p.Unique != nil
 	}
-	slices.SortFunc(keyed, func(a, b int) int { return strings.Compare(ps[a].IdempotencyKey, ps[b].IdempotencyKey) })
-	for _, i := range keyed {
-		r, err := s.enqueueOne(ctx, tx, ps[i], true)
-		if err != nil {
-			return nil, err
-		}
-		out[i] = r
+	var err error
+	if unique {
+		err = s.enqueueKeyedLocked(ctx, tx, ps, keyed, out)
+	} else {
+		err = s.enqueueIdempotent(ctx, tx, ps, keyed, out)
 	}
-	for i, p := range ps {
-		if p.IdempotencyKey != "" && firstOfKey[p.IdempotencyKey] != i {
-			out[i] = jobs.EnqueueResult{ID: out[firstOfKey[p.IdempotencyKey]].ID, Duplicate: true}
-		}
+	if err != nil {
+		return nil, err
 	}
 	for start := 0; start < len(plain); start += s.insertBatch {
 		chunk := plain[start:min(start+s.insertBatch, len(plain))]
@@ -515,6 +507,110 @@ func (s *Store) enqueueMany(ctx context.Context, tx querier, ps []jobs.EnqueuePa
 		}
 	}
 	return out, nil
+}
+
+// enqueueIdempotent enqueues a batch's items with idempotency keys and no
+// unique key: one statement per key, in the order of the keys' bytes, so
+// two batches rarely lock keys in opposite orders (CHECKSUM can give two
+// keys one lock name, so not never); a later item with a key resolves to
+// its first.
+func (s *Store) enqueueIdempotent(ctx context.Context, tx querier, ps []jobs.EnqueueParams, keyed []int, out []jobs.EnqueueResult) error {
+	firstOfKey := map[string]int{}
+	var first []int
+	for _, i := range keyed {
+		if !hasKey(firstOfKey, ps[i].IdempotencyKey) {
+			firstOfKey[ps[i].IdempotencyKey] = i
+			first = append(first, i)
+		}
+	}
+	slices.SortFunc(first, func(a, b int) int { return strings.Compare(ps[a].IdempotencyKey, ps[b].IdempotencyKey) })
+	for _, i := range first {
+		r, err := s.enqueueOne(ctx, tx, ps[i], true)
+		if err != nil {
+			return err
+		}
+		out[i] = r
+	}
+	for _, i := range keyed {
+		if f := firstOfKey[ps[i].IdempotencyKey]; f != i {
+			out[i] = jobs.EnqueueResult{ID: out[f].ID, Duplicate: true}
+		}
+	}
+	return nil
+}
+
+// enqueueKeyedLocked enqueues a batch's keyed items when some are unique:
+// qLockEnqueueKeys first takes every key's lock in the one global order
+// (unique keys by hash and bucket, then idempotency keys by their bytes,
+// as enqueueIdempotent takes them) and computes the buckets once; then
+// each item runs in the batch's order, as the in-memory store runs them,
+// and finds the jobs the items before it inserted in the transaction.
+func (s *Store) enqueueKeyedLocked(ctx context.Context, tx querier, ps []jobs.EnqueueParams, keyed []int, out []jobs.EnqueueResult) error {
+	var rows []enqueueKeyRow
+	var idem []int
+	for _, i := range keyed {
+		p := ps[i]
+		if p.IdempotencyKey != "" {
+			idem = append(idem, i)
+		}
+		if p.Unique == nil {
+			continue
+		}
+		h, _, err := p.UniqueHash() // Normalize has checked it
+		if err != nil {
+			return &jobs.BatchItemError{Index: i, Err: err}
+		}
+		period := p.Unique.Period.Milliseconds()
+		rows = append(rows, enqueueKeyRow{Ord: int32(i), KeyHash: h[:], PeriodMs: &period})
+	}
+	slices.SortStableFunc(idem, func(a, b int) int { return strings.Compare(ps[a].IdempotencyKey, ps[b].IdempotencyKey) })
+	for n, i := range idem {
+		k := ps[i].IdempotencyKey
+		rows = append(rows, enqueueKeyRow{Ord: int32(len(ps) + n), IdempotencyKey: &k})
+	}
+	rs, err := tx.QueryContext(ctx, s.q.lockEnqueueKeys, named("keys", mssql.TVP{TypeName: s.schema + ".EnqueueKeyList", Value: rows}),
+		named("lockTimeoutMs", s.lockTimeoutMs()))
+	if err != nil {
+		return err
+	}
+	buckets := map[int]int64{}
+	for rs.Next() {
+		var ord int32
+		var b int64
+		if err := rs.Scan(&ord, &b); err != nil {
+			rs.Close()
+			return err
+		}
+		buckets[int(ord)] = b
+	}
+	if err := rs.Close(); err != nil {
+		return err
+	}
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	for _, i := range keyed {
+		var bucket []int64
+		if b, ok := buckets[i]; ok {
+			bucket = append(bucket, b)
+		}
+		r, err := s.enqueueOne(ctx, tx, ps[i], true, bucket...)
+		if err != nil {
+			return err
+		}
+		out[i] = r
+	}
+	return nil
+}
+
+// enqueueKeyRow is one row of the EnqueueKeyList table type, in column
+// order: a unique key (its hash and period) by its item's Ord, or an
+// idempotency key, whose Ord, past the items', orders the locks.
+type enqueueKeyRow struct {
+	Ord            int32
+	KeyHash        []byte
+	PeriodMs       *int64
+	IdempotencyKey *string
 }
 
 func hasKey(m map[string]int, k string) bool { _, ok := m[k]; return ok }
@@ -1058,7 +1154,8 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 	if p.Payload != nil && len(p.Payload) > s.limits.MaxPayload() {
 		return 0, &jobs.ValidationError{Field: "payload", Value: p.Payload, Rule: fmt.Sprintf("must be at most %d bytes", s.limits.MaxPayload())}
 	}
-	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)))
+	return s.bulk(ctx, "resurrect", s.q.resurrect, p.Filter, named("replacePayload", flag(p.Payload != nil)), named("payloadHex", hexText(p.Payload)),
+		named("lockTimeoutMs", s.lockTimeoutMs()))
 }
 
 // Purge implements jobs.Store, in bounded batches.

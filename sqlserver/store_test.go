@@ -3,7 +3,8 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
-	"errors"
+	"database/sql/driver"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"regexp"
@@ -370,7 +371,8 @@ func TestRenderedStatements(t *testing.T) {
 	// Its outer table is the candidate's rows, one seek of the clustered
 	// key each: INDEX and FORCESEEK, so that no estimate turns the join
 	// into a scan or a range of another index.
-	outer := regexp.MustCompile(`AS [hd] WITH \(INDEX \(PK_(Jobs\w+)\), FORCESEEK, ` + skip + `\)\s+INNER JOIN \(`)
+	// (resurrect's candidates are picked first, into @pick).
+	outer := regexp.MustCompile(`AS [hd] WITH \(INDEX \(PK_(Jobs\w+)\), FORCESEEK, ` + skip + `\)\s+INNER JOIN (\(|@pick AS x ON x.Id = d.Id;)`)
 	for _, name := range []string{"claim", "rescueFetched", "rescueZombies", "rescueExpired", "resurrect", "purge.dlq", "purge.archive", "trim.archive", "trim.dlq"} {
 		m := outer.FindStringSubmatch(all[name])
 		if m == nil || !strings.Contains(all[name], "[my_schema]."+m[1]+" AS ") {
@@ -626,27 +628,68 @@ func TestResurrectIsAllOrNothing(t *testing.T) {
 	}
 }
 
-// TestUniqueRefusedUntilEnforced: until the keys table of ADR 0030 is
-// written, a unique job is refused with jobs.ErrUniqueUnsupported on every
-// enqueue path, and no statement reaches the server.
-func TestUniqueRefusedUntilEnforced(t *testing.T) {
+// TestUniqueEnqueueSendsItsKey: a unique job goes to the unique statement
+// with its key hashed in Go (hex), its period and its states; a batch
+// first locks every key, unique ones by their items' Ord and idempotency
+// keys past them in the order of their bytes, then runs its keyed items in
+// the batch's order with the buckets the lock statement computed.
+func TestUniqueEnqueueSendsItsKey(t *testing.T) {
 	s, rec := recordingStore(t)
-	p := jobs.EnqueueParams{Type: "t", Unique: &jobs.UniqueOpts{}}
-	ctx := t.Context()
-	_, err1 := s.Enqueue(ctx, p)
-	_, err2 := s.EnqueueMany(ctx, []jobs.EnqueueParams{{Type: "t"}, p})
-	_, err3 := s.EnqueueTx(ctx, nil, p)
-	_, err4 := s.FireSchedule(ctx, jobs.FireParams{Name: "s", Hash: "h", Tick: time.Now(), Next: time.Now().Add(time.Hour), Job: p})
-	for i, err := range []error{err1, err2, err3, err4} {
-		if !errors.Is(err, jobs.ErrUniqueUnsupported) {
-			t.Errorf("path %d: %v, want ErrUniqueUnsupported", i+1, err)
+	var mu sync.Mutex
+	var seen []recordedCall
+	rec.serve = func(c recordedCall) ([][]driver.Value, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, c)
+		switch c.query {
+		case s.q.lockEnqueueKeys:
+			return [][]driver.Value{{int64(1), int64(470000)}, {int64(2), int64(470001)}}, nil
+		case s.q.enqueueUnique, s.q.enqueueUniqueTx, s.q.enqueueKeyedTx:
+			return [][]driver.Value{{int64(len(seen)), false}}, nil
+		case s.q.enqueueBatch:
+			return [][]driver.Value{{int64(100)}}, nil
+		}
+		return nil, nil
+	}
+	by := &jobs.UniqueOpts{ByArgs: true, Period: time.Hour, States: jobs.UniqueActive | jobs.UniqueDeadLettered}
+	p := jobs.EnqueueParams{Queue: "q", Type: "t", Payload: []byte(`{"a":1}`), Unique: by}
+	want, _, _ := p.UniqueHash()
+	if _, err := s.Enqueue(t.Context(), p); err != nil {
+		t.Fatal(err)
+	}
+	a := argsOf(seen[0])
+	if seen[0].query != s.q.enqueueUnique || a.str("hashHex") != hex.EncodeToString(want[:]) || a.i64("periodMs") != 3600000 ||
+		a.i64("states") != int64(by.States) || a.i64("hasBucket") != 0 {
+		t.Fatalf("Enqueue sent %s with %v", firstLine(seen[0].query), a)
+	}
+
+	seen = nil
+	q := p
+	q.Unique, q.IdempotencyKey = &jobs.UniqueOpts{}, "b"
+	k := jobs.EnqueueParams{Queue: "q", Type: "t", IdempotencyKey: "a"}
+	if _, err := s.EnqueueMany(t.Context(), []jobs.EnqueueParams{{Type: "plain"}, p, q, k}); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 5 || seen[0].query != s.q.lockEnqueueKeys {
+		t.Fatalf("EnqueueMany sent %d statements, the first %s", len(seen), firstLine(seen[0].query))
+	}
+	keys := argsOf(seen[0]).tvp("keys").([]enqueueKeyRow)
+	if len(keys) != 4 || keys[0].Ord != 1 || keys[1].Ord != 2 || *keys[2].IdempotencyKey != "a" || keys[2].Ord != 4 ||
+		*keys[3].IdempotencyKey != "b" || keys[3].Ord != 5 || keys[0].KeyHash == nil || *keys[0].PeriodMs != 3600000 {
+		t.Fatalf("the batch's key list: %+v", keys)
+	}
+	for i, wantQ := range []string{s.q.enqueueUniqueTx, s.q.enqueueUniqueTx, s.q.enqueueKeyedTx, s.q.enqueueBatch} {
+		if seen[i+1].query != wantQ {
+			t.Fatalf("statement %d: %s", i+1, firstLine(seen[i+1].query))
 		}
 	}
-	var be *jobs.BatchItemError
-	if !errors.As(err2, &be) || be.Index != 1 {
-		t.Errorf("EnqueueMany: %v, want it to name item 1", err2)
+	if b1, b2 := argsOf(seen[1]), argsOf(seen[2]); b1.i64("hasBucket") != 1 || b1.i64("bucket") != 470000 || b2.i64("bucket") != 470001 ||
+		b2.str("key") != "b" {
+		t.Fatalf("the items' buckets: %v, %v", b1, b2)
 	}
-	if n := rec.count(); n != 0 {
-		t.Errorf("%d statements sent for refused enqueues", n)
+
+	// A caller's transaction that is nil is refused, not a panic.
+	if _, err := s.EnqueueTx(t.Context(), nil, p); err == nil {
+		t.Fatal("EnqueueTx with a nil transaction: no error")
 	}
 }
