@@ -249,8 +249,14 @@ func (c *Client) prepared(ctx context.Context, p jobs.EnqueueParams) (jobs.Enque
 	if p.MaxAttempts == 0 && c.cfg.DefaultMaxAttempts > 0 {
 		p.MaxAttempts = c.cfg.DefaultMaxAttempts
 	}
-	_, err := p.Normalize(c.cfg.Limits)
-	return p, err
+	// The normalized job goes on (the store normalizes it again, to the
+	// same), so a unique job's key is hashed here once, not again by the
+	// store (jobs.EnqueueParams keeps the hash with what it was taken of).
+	n, err := p.Normalize(c.cfg.Limits)
+	if err != nil {
+		return p, err
+	}
+	return n, nil
 }
 
 // EnqueueRaw adds a job given in the store's own form, for payloads that

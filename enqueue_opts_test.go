@@ -23,7 +23,7 @@ func TestEnqueueOptsAreTheOptionsOfEnqueueParams(t *testing.T) {
 	}
 	for i := range params.NumField() {
 		p := params.Field(i)
-		if _, ok := opts.FieldByName(p.Name); !ok && p.Name != "Type" && p.Name != "Payload" {
+		if _, ok := opts.FieldByName(p.Name); !ok && p.IsExported() && p.Name != "Type" && p.Name != "Payload" {
 			t.Errorf("jobs.EnqueueParams.%s is not an option of EnqueueOpts", p.Name)
 		}
 	}

@@ -56,6 +56,11 @@ type EnqueueParams struct {
 	// Unique, when set, makes the job unique by its type and what the
 	// options name (see UniqueOpts); a duplicate returns the holder's ID.
 	Unique *UniqueOpts
+
+	// unique is the key's hash Normalize computed, with what it was
+	// computed from, so the store's UniqueHash does not hash the payload
+	// again (see uniqueMemo).
+	unique *uniqueMemo
 }
 
 // EnqueueResult reports the job's ID and whether a job holding the same
@@ -158,9 +163,11 @@ func (p EnqueueParams) Normalize(l Limits) (EnqueueParams, error) {
 		return p, err
 	}
 	if p.Unique != nil {
-		if _, _, err := p.UniqueHash(); err != nil {
+		h, _, err := p.UniqueHash()
+		if err != nil {
 			return p, err
 		}
+		p.unique = p.memo(h)
 	}
 	return p, nil
 }

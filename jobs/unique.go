@@ -184,6 +184,9 @@ func (p EnqueueParams) UniqueHash() (h [UniqueHashLen]byte, ok bool, err error) 
 	if u == nil {
 		return h, false, nil
 	}
+	if p.unique.of(p) {
+		return p.unique.hash, true, nil
+	}
 	if err := u.Validate(); err != nil {
 		return h, false, err
 	}
@@ -238,6 +241,35 @@ func (p EnqueueParams) UniqueHash() (h [UniqueHashLen]byte, ok bool, err error) 
 	}
 	d.Sum(h[:0])
 	return h, true, nil
+}
+
+// uniqueMemo is a hash and the parts of the params it was computed from.
+// A memo answers only for params whose parts are all still equal (the
+// payload by its bytes, which costs a comparison, not a parse and a
+// hash), so a caller that changes a Normalized job's payload, queue or
+// options gets a new hash, never a stale one.
+type uniqueMemo struct {
+	typ, queue string
+	payload    []byte
+	opts       UniqueOpts
+	hash       [UniqueHashLen]byte
+}
+
+func (p EnqueueParams) memo(h [UniqueHashLen]byte) *uniqueMemo {
+	o := *p.Unique
+	o.Fields = slices.Clone(o.Fields)
+	return &uniqueMemo{typ: p.Type, queue: p.Queue, payload: bytes.Clone(p.Payload), opts: o, hash: h}
+}
+
+// of reports whether m was computed from p's parts.
+func (m *uniqueMemo) of(p EnqueueParams) bool {
+	if m == nil || p.Unique == nil {
+		return false
+	}
+	u := p.Unique
+	return m.typ == p.Type && m.queue == p.Queue && bytes.Equal(m.payload, p.Payload) &&
+		m.opts.ByArgs == u.ByArgs && m.opts.ByQueue == u.ByQueue && m.opts.Period == u.Period &&
+		m.opts.States == u.States && slices.Equal(m.opts.Fields, u.Fields)
 }
 
 // UniqueKeyAt returns p's key for an enqueue at instant now (the store's

@@ -197,3 +197,66 @@ func FuzzCanonicalJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestUniqueHashAfterNormalizeIsTheHashOfWhatItHolds: Normalize keeps the
+// hash it computed, and UniqueHash answers from it only while the job's
+// parts are those it was computed from: a payload, queue or option changed
+// after Normalize gets its own hash.
+func TestUniqueHashAfterNormalizeIsTheHashOfWhatItHolds(t *testing.T) {
+	p, err := EnqueueParams{Type: "t", Payload: []byte(`{"a":1}`), Unique: &UniqueOpts{ByArgs: true, ByQueue: true}}.Normalize(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.unique == nil {
+		t.Fatal("Normalize kept no hash")
+	}
+	fresh := func(p EnqueueParams) [UniqueHashLen]byte {
+		p.unique = nil
+		h, _, err := p.UniqueHash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	if h, _, _ := p.UniqueHash(); h != fresh(p) {
+		t.Fatal("the kept hash differs from the hash of the job")
+	}
+	changed := []func(*EnqueueParams){
+		func(p *EnqueueParams) { p.Payload = []byte(`{"a":2}`) },
+		func(p *EnqueueParams) { p.Payload[5] = '3' }, // in place
+		func(p *EnqueueParams) { p.Queue = "other" },
+		func(p *EnqueueParams) { p.Type = "u" },
+		func(p *EnqueueParams) { p.Unique = &UniqueOpts{ByArgs: true} },
+		func(p *EnqueueParams) { p.Unique.Period = time.Hour },
+	}
+	for i, change := range changed {
+		q := p
+		q.Payload = bytes.Clone(p.Payload)
+		u := *p.Unique
+		q.Unique = &u
+		change(&q)
+		if h, _, _ := q.UniqueHash(); h != fresh(q) || h == fresh(p) {
+			t.Errorf("change %d: the hash is not the changed job's", i)
+		}
+	}
+}
+
+func BenchmarkUniqueHash(b *testing.B) {
+	payload := bytes.Repeat([]byte(`{"customer":7,"lines":[1,2,3,4,5,6,7,8],"note":"x"},`), 200)
+	payload = append(append([]byte("["), payload[:len(payload)-1]...), ']')
+	p := EnqueueParams{Type: "t", Queue: "q", Payload: payload, Unique: &UniqueOpts{ByArgs: true}}
+	n, err := p.Normalize(Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Computed", func(b *testing.B) {
+		for b.Loop() {
+			_, _, _ = p.UniqueHash()
+		}
+	})
+	b.Run("AfterNormalize", func(b *testing.B) {
+		for b.Loop() {
+			_, _, _ = n.UniqueHash()
+		}
+	})
+}

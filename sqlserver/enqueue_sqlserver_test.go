@@ -157,3 +157,51 @@ SELECT @id;`, schema.Quote(s.Schema()))
 		t.Fatal("no enqueue completed")
 	}
 }
+
+// TestSQLServerUniqueKeyGoesWithARolledBackTransaction: a unique job
+// enqueued in a caller's transaction that rolls back leaves neither the job
+// nor its key's row: the next enqueue of the key makes a new job. A second
+// enqueue of the key from another connection waits for the first
+// transaction (the key's lock is the transaction's) instead of finding
+// nothing or failing.
+func TestSQLServerUniqueKeyGoesWithARolledBackTransaction(t *testing.T) {
+	s := openTestStore(t)
+	ctx := t.Context()
+	p := jobs.EnqueueParams{Type: "t", Payload: []byte(`{"report":"r"}`), Unique: &jobs.UniqueOpts{ByArgs: true}}
+	tx, err := s.pool.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inTx, err := s.EnqueueTx(ctx, tx, p)
+	if err != nil || inTx.Duplicate {
+		t.Fatalf("EnqueueTx = %+v, %v", inTx, err)
+	}
+	waited := make(chan jobs.EnqueueResult, 1)
+	go func() {
+		r, err := s.Enqueue(context.Background(), p)
+		if err != nil {
+			t.Error(err)
+		}
+		waited <- r
+	}()
+	select {
+	case r := <-waited:
+		t.Fatalf("an enqueue of the key did not wait for the open transaction: %+v", r)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	r := <-waited
+	if r.Duplicate || r.ID == inTx.ID {
+		t.Fatalf("after the rollback: %+v, want a new job", r)
+	}
+	var rows int
+	stmt := fmt.Sprintf("SELECT COUNT(*) FROM %s.JobUniqueKeys WHERE JobId = @id;", schema.Quote(s.Schema()))
+	if err := s.db.QueryRowContext(ctx, stmt, named("id", inTx.ID)).Scan(&rows); err != nil || rows != 0 {
+		t.Fatalf("the rolled-back job's key rows: %d, %v", rows, err)
+	}
+	if again, err := s.Enqueue(ctx, p); err != nil || !again.Duplicate || again.ID != r.ID {
+		t.Fatalf("the key again: %+v, %v; want a duplicate of %d", again, err, r.ID)
+	}
+}
