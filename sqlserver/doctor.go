@@ -216,7 +216,7 @@ func (d *doctorRun) remedy(err error) (int32, string) {
 		return n, "an object the store needs is missing: run `chokaq migrate up` as an owner with this binary"
 	case 1205:
 		return n, "the doctor's transaction was chosen as a deadlock victim: run the doctor again (ADR 0016 gives every statement's lock order)"
-	case 1222, 51001:
+	case 1222, 51001, 51003:
 		return n, "a lock was not granted in time, so another session held it: run the doctor again"
 	case 0:
 	default:

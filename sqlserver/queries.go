@@ -273,18 +273,25 @@ const (
 
 // uniqueHolds sets @held to 1 when job @x, named by a key row with states
 // @xs, holds the key: it is hot, or archived and @xs counts the archive,
-// or dead-lettered and @xs counts the DLQ. IF, not OR, so the tables are
-// read in this order: a job only moves out of JobsHot while the key lock
+// or dead-lettered and @xs counts the DLQ. IF, not OR (and each table's
+// read nested under its states' test, which reads no table), so the
+// tables are read in this order and only when they count: a job only moves out of JobsHot while the key lock
 // is not held by its mover, and a locking read of its hot row waits for
 // the move to commit and then finds it in the table it went to.
 // READCOMMITTEDLOCK reads the latest committed row also in a caller's
 // SNAPSHOT transaction.
 const uniqueHolds = `IF EXISTS (SELECT 1 FROM {{s}}.JobsHot WITH (READCOMMITTEDLOCK) WHERE Id = @x)
     SET @held = 1;
-ELSE IF @xs & 8 <> 0 AND EXISTS (SELECT 1 FROM {{s}}.JobsArchive WITH (READCOMMITTEDLOCK) WHERE Id = @x)
-    SET @held = 1;
-ELSE IF @xs & 16 <> 0 AND EXISTS (SELECT 1 FROM {{s}}.JobsDLQ WITH (READCOMMITTEDLOCK) WHERE Id = @x)
-    SET @held = 1;`
+IF @held = 0 AND @xs & 8 <> 0
+BEGIN
+    IF EXISTS (SELECT 1 FROM {{s}}.JobsArchive WITH (READCOMMITTEDLOCK) WHERE Id = @x)
+        SET @held = 1;
+END
+IF @held = 0 AND @xs & 16 <> 0
+BEGIN
+    IF EXISTS (SELECT 1 FROM {{s}}.JobsDLQ WITH (READCOMMITTEDLOCK) WHERE Id = @x)
+        SET @held = 1;
+END`
 
 // uniqueTake points the key's row at job @id: an UPDATE of the row if
 // there is one, else an INSERT. Only holders of the key's lock write rows,
@@ -303,6 +310,7 @@ IF @@ROWCOUNT = 0
 // key (@key not empty) takes that key's lock second and checks it first,
 // as the in-memory store does: the idempotency key's holder wins.
 const uniquePrologue = `SET NOCOUNT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @h BINARY(32) = CONVERT(BINARY(32), @hashHex, 2), @us TINYINT = @states;
 DECLARE @b BIGINT = CASE WHEN @hasBucket = 1 THEN @bucket WHEN @periodMs = 0 THEN 0
@@ -382,8 +390,13 @@ SELECT @id, @dup;`
 // the store gives them in the order of the keys' bytes, the order a batch
 // without unique keys takes them in (enqueueMany). The items' statements then take their locks again (an
 // application lock owned by the transaction is counted, not waited for),
-// so however the batch orders its items, every enqueue takes key locks in
-// one global order. It returns each unique key's bucket, computed once
+// so however the batch orders its items, every batch takes key locks in
+// one global order. Two caveats, both ending in a deadlock victim that is
+// rolled back whole and retried, never a wrong answer: idempotency keys
+// that share a lock name (CHECKSUM follows the collation: 'A' and 'a', or
+// a collision) are ordered by their bytes, not by that name; and a
+// caller's transaction that enqueues several keyed jobs takes their locks
+// in its own order. It returns each unique key's bucket, computed once
 // from the server's clock: the items' statements use it, so an item
 // enqueued after the bucket turned still takes the key it locked.
 const qLockEnqueueKeys = `SET NOCOUNT ON;
@@ -1100,7 +1113,7 @@ const (
     UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL);`
 	goneOutput = `deleted.FinishedAtUtc, deleted.Id, deleted.UniqueKeyHash, deleted.UniqueBucket`
 	goneKeys   = `DELETE k
-FROM {{s}}.JobUniqueKeys AS k WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
+FROM {{s}}.JobUniqueKeys AS k WITH (FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN @gone AS g ON k.KeyHash = g.UniqueKeyHash AND k.Bucket = g.UniqueBucket AND k.JobId = g.Id;
 COMMIT TRANSACTION;
 `

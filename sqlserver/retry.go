@@ -57,6 +57,7 @@ var notAppliedNumbers = map[int32]bool{
 	49919: true, // too many create or update operations (Azure)
 	49920: true, // too many operations in progress (Azure)
 	51001: true, // chokaq: an application lock (a key's, a queue's) was not granted in time
+	51003: true, // chokaq: a unique key's application lock was not granted in time
 }
 
 // SQL Server error numbers after which the outcome is unknown.

@@ -51,7 +51,7 @@ func TestClassify(t *testing.T) {
 var errorNumberClasses = map[int32]errorClass{
 	1205: notApplied, 1222: notApplied, 4060: notApplied, 4221: notApplied,
 	10928: notApplied, 10929: notApplied, 40501: notApplied, 40613: notApplied,
-	49918: notApplied, 49919: notApplied, 49920: notApplied, 51001: notApplied,
+	49918: notApplied, 49919: notApplied, 49920: notApplied, 51001: notApplied, 51003: notApplied,
 
 	40197: ambiguous, 40143: ambiguous, 233: ambiguous, 10053: ambiguous,
 	10054: ambiguous, 10060: ambiguous, 64: ambiguous,
