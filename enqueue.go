@@ -61,6 +61,14 @@ type EnqueueOpts struct {
 	IdempotencyKey string
 	// CreatedBy says who enqueued the job, for operators.
 	CreatedBy string
+	// ConcurrencyKey counts the job against its queue's limit per key
+	// (MaxWorkersPerKey, KeyLimits), across every process; SequenceKey runs
+	// the queue's jobs of one key one at a time, in enqueue order. An Args
+	// type derives them per value through ArgsWithOpts (ADR 0031). The
+	// in-memory store enforces both; the SQL Server store refuses them
+	// (jobs.ErrFlowControlUnsupported) until its claim does.
+	ConcurrencyKey string
+	SequenceKey    string
 	// Metadata is kept with the job in every table and seen by its
 	// handler (Job.Metadata): which request enqueued it, for which tenant.
 	// At most 4 KiB as JSON (jobs.ValidateMetadata); operators see it on
@@ -148,7 +156,7 @@ func params(args Args, opts *EnqueueOpts, reg *processor.Registry) (jobs.Enqueue
 		Type: kind, Payload: payload,
 		Queue: o.Queue, Priority: o.Priority, Delay: o.Delay, RunAt: o.RunAt, MaxAttempts: o.MaxAttempts,
 		Tags: o.Tags, IdempotencyKey: o.IdempotencyKey, CreatedBy: o.CreatedBy, Metadata: o.Metadata,
-		Unique: o.Unique,
+		Unique: o.Unique, ConcurrencyKey: o.ConcurrencyKey, SequenceKey: o.SequenceKey,
 	}, kp), nil
 }
 
@@ -187,6 +195,12 @@ func (o *EnqueueOpts) over(base EnqueueOpts) EnqueueOpts {
 	}
 	if o.Unique != nil {
 		base.Unique = o.Unique
+	}
+	if o.ConcurrencyKey != "" {
+		base.ConcurrencyKey = o.ConcurrencyKey
+	}
+	if o.SequenceKey != "" {
+		base.SequenceKey = o.SequenceKey
 	}
 	return base
 }

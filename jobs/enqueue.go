@@ -48,6 +48,13 @@ type EnqueueParams struct {
 	// while the first is active returns the first job's ID.
 	IdempotencyKey string
 	CreatedBy      string
+	// ConcurrencyKey counts the job against its queue's limit for the key
+	// (MaxWorkersPerKey, KeyLimits): a claim never takes a key above it,
+	// across every process, and takes other keys' jobs instead (ADR 0031).
+	ConcurrencyKey string
+	// SequenceKey runs the queue's jobs of one key one at a time, in
+	// enqueue order: the next is claimable once the one before finished.
+	SequenceKey string
 	// Metadata is kept with the job in every table, copied by resurrect,
 	// seen by its handler and shown to operators (no secrets): at most
 	// MaxMetadataBytes as JSON, keys as ValidateMetadata says. Enqueue
@@ -157,6 +164,12 @@ func (p EnqueueParams) Normalize(l Limits) (EnqueueParams, error) {
 		return p, err
 	}
 	if err := checkText("created_by", p.CreatedBy, MaxCreatedByLen); err != nil {
+		return p, err
+	}
+	if err := checkFlowKey("concurrency_key", p.ConcurrencyKey); err != nil {
+		return p, err
+	}
+	if err := checkFlowKey("sequence_key", p.SequenceKey); err != nil {
 		return p, err
 	}
 	if err := ValidateMetadata(p.Metadata); err != nil {

@@ -130,6 +130,10 @@ type Job struct {
 	Tags           []string
 	IdempotencyKey string
 	CreatedBy      string
+	// ConcurrencyKey and SequenceKey are the job's flow-control keys
+	// (ADR 0031); empty when it has none.
+	ConcurrencyKey string
+	SequenceKey    string
 	// UniqueKey is the unique key the job was enqueued with (nil for a job
 	// that is not unique), and UniqueStates where it holds it: the key is
 	// the job's while it is hot, and in a finished table only if its states
@@ -247,6 +251,14 @@ type QueueSettings struct {
 	// Retention.DeadLetters), KeepForever keeps them until purged by hand.
 	ArchiveRetention    time.Duration
 	DeadLetterRetention time.Duration
+	// MaxWorkersPerKey caps the Fetched plus Processing jobs of each
+	// concurrency key of the queue, across every process; 0 is unlimited.
+	// KeyLimits sets a key's own cap instead (ADR 0031).
+	MaxWorkersPerKey int
+	KeyLimits        map[string]int
+	// SequenceOnDeadLetter says whether a dead-lettered job holds its
+	// sequence (SequenceHold) or lets the next run (SequenceContinue).
+	SequenceOnDeadLetter SequencePolicy
 }
 
 // KeepForever is a queue's retention that deletes nothing (0 in the
@@ -264,6 +276,12 @@ type QueueUpdate struct {
 	ExecutionTimeout    *time.Duration
 	ArchiveRetention    *time.Duration
 	DeadLetterRetention *time.Duration
+	// MaxWorkersPerKey sets the cap of every concurrency key (0: none).
+	MaxWorkersPerKey *int
+	// KeyLimits sets the named keys' own caps; a cap of 0 removes the
+	// key's own (it then follows MaxWorkersPerKey). nil leaves them all.
+	KeyLimits            map[string]int
+	SequenceOnDeadLetter *SequencePolicy
 }
 
 // QueueStats is one queue's operator view.
@@ -281,6 +299,11 @@ type QueueStats struct {
 	// Lag is how long it has been waiting, by the store's clock.
 	OldestDueAt time.Time
 	Lag         time.Duration
+	// WaitingOnKey and WaitingOnSequence count the due Pending jobs a
+	// claim held back (ADR 0031): their concurrency key at its limit, or an
+	// earlier job of their sequence unfinished. Both are in Pending too.
+	WaitingOnKey      int64
+	WaitingOnSequence int64
 }
 
 // Limits of queue settings.
@@ -308,7 +331,10 @@ func (u QueueUpdate) Validate() error {
 	if err := checkQueueRetention("archive_retention", u.ArchiveRetention); err != nil {
 		return err
 	}
-	return checkQueueRetention("dead_letter_retention", u.DeadLetterRetention)
+	if err := checkQueueRetention("dead_letter_retention", u.DeadLetterRetention); err != nil {
+		return err
+	}
+	return u.checkFlow()
 }
 
 // ValidateAtRunTime checks a queue update an operator makes while
@@ -376,5 +402,5 @@ func (u QueueUpdate) Apply(s QueueSettings) QueueSettings {
 	if u.DeadLetterRetention != nil {
 		s.DeadLetterRetention = *u.DeadLetterRetention
 	}
-	return s
+	return u.applyFlow(s)
 }

@@ -159,7 +159,7 @@ func TestQueueUpdateApply(t *testing.T) {
 	four, paused := 4, true
 	var zero time.Duration
 	s := QueueUpdate{MaxWorkers: &four, Paused: &paused}.Apply(QueueSettings{Name: "q", ZombieTimeout: 30 * time.Second})
-	if s != (QueueSettings{Name: "q", Paused: true, MaxWorkers: 4, ZombieTimeout: 30 * time.Second}) {
+	if !s.Equal(QueueSettings{Name: "q", Paused: true, MaxWorkers: 4, ZombieTimeout: 30 * time.Second}) {
 		t.Fatalf("Apply = %+v", s)
 	}
 	s = QueueUpdate{ZombieTimeout: &zero}.Apply(s)

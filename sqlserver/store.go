@@ -265,10 +265,23 @@ func hexText(b []byte) mssql.NVarCharMax { return mssql.NVarCharMax(hex.EncodeTo
 // lockTimeoutMs is sp_getapplock's @LockTimeout.
 func (s *Store) lockTimeoutMs() int64 { return s.lockTimeout.Milliseconds() }
 
+// refuseFlowControl refuses a job with a concurrency or sequence key: this
+// store does not enforce them at claim yet (ADR 0031 gives its design),
+// and a job enqueued without its limit would run as if it had none.
+func refuseFlowControl(p jobs.EnqueueParams) error {
+	if p.ConcurrencyKey != "" || p.SequenceKey != "" {
+		return fmt.Errorf("sqlserver: enqueue %s/%s: %w", p.Queue, p.Type, jobs.ErrFlowControlUnsupported)
+	}
+	return nil
+}
+
 // Enqueue implements jobs.Store.
 func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
 	p, err := p.Normalize(s.limits)
 	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if err := refuseFlowControl(p); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	idem := idempotency(p.IdempotencyKey != "" || p.Unique != nil)
@@ -296,6 +309,9 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams)
 	}
 	p, err := p.Normalize(s.limits)
 	if err != nil {
+		return jobs.EnqueueResult{}, err
+	}
+	if err := refuseFlowControl(p); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	r, err := s.enqueueOne(ctx, tx, p, true)
@@ -439,6 +455,11 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	ps, err := jobs.NormalizeBatch(ps, s.limits)
 	if err != nil {
 		return nil, err
+	}
+	for i, p := range ps {
+		if err := refuseFlowControl(p); err != nil {
+			return nil, &jobs.BatchItemError{Index: i, Err: err}
+		}
 	}
 	if len(ps) == 0 {
 		return nil, nil
@@ -1286,6 +1307,9 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	}
 	if err := u.Validate(); err != nil {
 		return jobs.QueueSettings{}, err
+	}
+	if u.FlowControlled() {
+		return jobs.QueueSettings{}, fmt.Errorf("sqlserver: update queue %s: max_workers_per_key, key_limits, sequence_on_dead_letter: %w", name, jobs.ErrFlowControlUnsupported)
 	}
 	seconds := func(d *time.Duration) int64 {
 		if d == nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -691,5 +692,34 @@ func TestUniqueEnqueueSendsItsKey(t *testing.T) {
 	// A caller's transaction that is nil is refused, not a panic.
 	if _, err := s.EnqueueTx(t.Context(), nil, p); err == nil {
 		t.Fatal("EnqueueTx with a nil transaction: no error")
+	}
+}
+
+// TestFlowControlRefusedUntilEnforced: until the claim enforces them (ADR
+// 0031), a job with a concurrency or sequence key, and a queue setting of
+// flow control, are refused with jobs.ErrFlowControlUnsupported on every
+// path, and no statement reaches the server.
+func TestFlowControlRefusedUntilEnforced(t *testing.T) {
+	s, rec := recordingStore(t)
+	ctx := t.Context()
+	p := jobs.EnqueueParams{Type: "t", ConcurrencyKey: "tenant-7"}
+	q := jobs.EnqueueParams{Type: "t", SequenceKey: "account-9"}
+	one := 1
+	_, err1 := s.Enqueue(ctx, p)
+	_, err2 := s.EnqueueMany(ctx, []jobs.EnqueueParams{{Type: "t"}, q})
+	_, err3 := s.EnqueueTx(ctx, &sql.Tx{}, q)
+	_, err4 := s.FireSchedule(ctx, jobs.FireParams{Name: "s", Hash: "h", Tick: time.Now(), Next: time.Now().Add(time.Hour), Job: p})
+	_, err5 := s.UpdateQueue(ctx, "q", jobs.QueueUpdate{MaxWorkersPerKey: &one})
+	for i, err := range []error{err1, err2, err3, err4, err5} {
+		if !errors.Is(err, jobs.ErrFlowControlUnsupported) {
+			t.Errorf("path %d: %v, want ErrFlowControlUnsupported", i+1, err)
+		}
+	}
+	var be *jobs.BatchItemError
+	if !errors.As(err2, &be) || be.Index != 1 {
+		t.Errorf("EnqueueMany: %v, want it to name item 1", err2)
+	}
+	if n := rec.count(); n != 0 {
+		t.Errorf("%d statements sent for refused calls", n)
 	}
 }

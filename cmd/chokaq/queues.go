@@ -71,7 +71,7 @@ func (a *app) queuesCommand() *cobra.Command {
 				}
 				*r.into = &v
 			}
-			if u == (jobs.QueueUpdate{}) {
+			if u.IsZero() {
 				return u, usage("nothing to set: give --max-workers, --zombie-timeout, --execution-timeout, --archive-retention or --dead-letter-retention")
 			}
 			// Processes are running: a zombie timeout none of them with

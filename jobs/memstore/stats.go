@@ -60,6 +60,7 @@ func (s *Store) enter(j *jobs.Job) {
 	q, t := s.queue(j.Queue), j.Table-jobs.TableHot
 	q.tables[t].add(j.Queue, 1)
 	q.ids[t].add(j.ID)
+	q.joined(j)
 }
 
 // exit takes j out of its table (j.Table), its queue's count and ID set.
@@ -68,6 +69,7 @@ func (s *Store) exit(j *jobs.Job) {
 	q, t := s.queue(j.Queue), j.Table-jobs.TableHot
 	q.tables[t].add(j.Queue, -1)
 	q.ids[t].remove(j.ID)
+	q.left(j)
 }
 
 // dueIndex orders a queue's Pending jobs by due time, so that QueueStats
@@ -227,6 +229,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 		st.Fetched, st.Processing = capped(q.counts[jobs.StatusFetched]), capped(q.counts[jobs.StatusProcessing])
 		st.Archived = capped(q.tables[jobs.TableArchive-jobs.TableHot].total)
 		st.DeadLettered = capped(q.tables[jobs.TableDLQ-jobs.TableHot].total)
+		st.WaitingOnKey, st.WaitingOnSequence = q.waiting()
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })

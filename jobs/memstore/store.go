@@ -98,6 +98,7 @@ type queueState struct {
 	ready     jobHeap // due Pending jobs, best first
 	scheduled jobHeap // Pending jobs not yet due, soonest first
 	active    int     // Fetched + Processing
+	flow      flowState
 	// counts holds the queue's hot jobs by status (Pending, Fetched,
 	// Processing), kept as they move, so that depths need no walk.
 	counts [3]int
@@ -124,11 +125,12 @@ func (s *Store) queue(name string) *queueState {
 	return q
 }
 
-// leave records that a job of the queue left status st (Fetched or
+// leave records that job j of the queue left its status (Fetched or
 // Processing) for Pending or another table.
-func (q *queueState) leave(st jobs.Status) {
+func (q *queueState) leave(j *jobs.Job) {
 	q.active--
-	q.counts[st]--
+	q.counts[j.Status]--
+	q.released(j)
 }
 
 // queueOf returns the state of an existing queue, or nil.
@@ -201,6 +203,8 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 		Tags:           slices.Clone(p.Tags),
 		IdempotencyKey: p.IdempotencyKey,
 		CreatedBy:      p.CreatedBy,
+		ConcurrencyKey: p.ConcurrencyKey,
+		SequenceKey:    p.SequenceKey,
 		Metadata:       maps.Clone(p.Metadata),
 		MaxAttempts:    p.MaxAttempts,
 		Table:          jobs.TableHot,
@@ -253,6 +257,10 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			if s.hot[j.ID] != j || j.Status != jobs.StatusPending {
 				continue // stale index entry
 			}
+			if !q.mayRun(j) {
+				continue // parked until its key or sequence has room
+			}
+			q.claimed(j)
 			j.Status = jobs.StatusFetched
 			j.WorkerID = p.WorkerID
 			j.Lease++
@@ -424,7 +432,7 @@ func (s *Store) retry(ref jobs.LeaseRef, p jobs.RetryParams, now time.Time) erro
 	if err := s.cancelInstead(j, "retry", p.Error, now); err != nil {
 		return err
 	}
-	s.queue(j.Queue).leave(j.Status)
+	s.queue(j.Queue).leave(j)
 	toPending(j, now)
 	j.ScheduledAt = now.Add(p.Delay)
 	j.LastError = p.Error
@@ -462,7 +470,7 @@ func (s *Store) Snooze(ctx context.Context, ref jobs.LeaseRef, p jobs.SnoozePara
 	if err := s.cancelInstead(j, "snooze", "snoozed after its cancel was requested", now); err != nil {
 		return err
 	}
-	s.queue(j.Queue).leave(j.Status)
+	s.queue(j.Queue).leave(j)
 	toPending(j, now)
 	j.AttemptCount--
 	j.SnoozeCount++
@@ -546,7 +554,7 @@ func (s *Store) Release(ctx context.Context, refs []jobs.LeaseRef) (int, error) 
 	n := 0
 	for _, ref := range refs {
 		if j := s.owned(ref, jobs.StatusFetched); j != nil {
-			s.queue(j.Queue).leave(j.Status)
+			s.queue(j.Queue).leave(j)
 			toPending(j, now)
 			s.pushPending(j, now)
 			n++
@@ -578,7 +586,7 @@ func (s *Store) removeHot(j *jobs.Job) {
 	if q := s.queue(j.Queue); j.Status == jobs.StatusPending {
 		q.leavePending(j)
 	} else {
-		q.leave(j.Status)
+		q.leave(j)
 	}
 }
 
@@ -621,7 +629,7 @@ func (s *Store) RescueFetched(ctx context.Context, p jobs.RescueParams) ([]jobs.
 	for _, e := range s.takeLowestIDs(&s.fetched, s.isFetched, cands, p.RescueLimit()) {
 		j := e.job
 		out = append(out, jobs.Rescued{ID: j.ID, Queue: j.Queue, Type: j.Type, WorkerID: j.WorkerID, Lease: j.Lease, LastSeen: j.LastUpdatedAt, At: now})
-		s.queue(j.Queue).leave(j.Status)
+		s.queue(j.Queue).leave(j)
 		toPending(j, now)
 		s.pushPending(j, now)
 	}
@@ -713,7 +721,7 @@ func (s *Store) settleZombie(j *jobs.Job, seen time.Time, timeout time.Duration,
 	}
 	j.ZombieRetries++
 	j.LastError = jobs.RecoveredError(seen, timeout, j.WorkerID, j.ZombieRetries, j.ZombieRetryCap)
-	s.queue(j.Queue).leave(j.Status)
+	s.queue(j.Queue).leave(j)
 	toPending(j, now)
 	j.ScheduledAt = now
 	s.pushPending(j, now)
@@ -1016,6 +1024,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	}
 	q.settings = u.Apply(q.settings)
 	q.hasRow = true
+	q.unparkAll()
 	return q.settings, nil
 }
 

@@ -361,7 +361,7 @@ var operatorCases = []testCase{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if s != (jobs.QueueSettings{Name: "mail", MaxWorkers: 4, ZombieTimeout: 2 * time.Minute}) {
+		if !s.Equal(jobs.QueueSettings{Name: "mail", MaxWorkers: 4, ZombieTimeout: 2 * time.Minute}) {
 			t.Fatalf("created %+v", s)
 		}
 		s, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{Paused: boolp(true), MaxWorkers: intp(0), ExecutionTimeout: secs(30)})
@@ -369,11 +369,11 @@ var operatorCases = []testCase{
 			t.Fatal(err)
 		}
 		want := jobs.QueueSettings{Name: "mail", Paused: true, ZombieTimeout: 2 * time.Minute, ExecutionTimeout: 30 * time.Second}
-		if s != want {
+		if !s.Equal(want) {
 			t.Fatalf("patched %+v, want %+v", s, want)
 		}
 		qs, err := h.Store.Queues(ctxOf(t))
-		if err != nil || len(qs) != 1 || qs[0] != want {
+		if err != nil || len(qs) != 1 || !qs[0].Equal(want) {
 			t.Fatalf("Queues() = %+v, %v; want [%+v]", qs, err, want)
 		}
 		_, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{MaxWorkers: intp(-1)})

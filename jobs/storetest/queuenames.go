@@ -37,7 +37,7 @@ var queueNameCases = []testCase{
 			t.Fatal(err)
 		}
 		qs, err := h.Store.Queues(ctxOf(t))
-		if err != nil || len(qs) != 1 || qs[0] != s || s.Name != "orders" || s.MaxWorkers != 2 || s.Paused {
+		if err != nil || len(qs) != 1 || !qs[0].Equal(s) || s.Name != "orders" || s.MaxWorkers != 2 || s.Paused {
 			t.Fatalf("Queues() = %+v, %v (UpdateQueue returned %+v); want the one row, still named orders, resumed with MaxWorkers 2", qs, err, s)
 		}
 		if got := claim(t, h, worker1, 10, "Orders"); len(got) != 1 {

@@ -39,6 +39,7 @@ type group struct {
 var transitionGroups = []group{
 	{"Enqueue", enqueueCases},
 	{"Unique", uniqueCases},
+	{"Flow", flowCases},
 	{"Claim", claimCases},
 	{"Worker", workerCases},
 	{"Batch", batchCases},
