@@ -30,6 +30,8 @@
  *   #define BROKEN_CHAIN_UNBEATEN        I3  a chained start's job is beaten only once its start is confirmed
  *   #define BROKEN_WAIT_FOR_WAKEUP       L1  after a probe that missed, the fetch loop waits for a wake-up, not the next poll
  *   #define BROKEN_OUTPUT_UNFENCED       I1  complete's output list is joined on Id alone: a refused move writes its output
+ *   #define BROKEN_UNIQUE_NO_LOCK        IU  enqueue reads the key's row without the key lock, and inserts in a later statement
+ *   #define BROKEN_RESURRECT_KEEPS_KEY   IU  resurrect keeps the job's key without looking at the key's row
  */
 
 #ifdef NARRATE
@@ -107,6 +109,18 @@ byte zused[NJ];         /* ZombieRetries */
 byte wid[NJ];           /* WorkerId: p + 1, 0 for NULL */
 #endif
 
+/* ---- unique keys (scenario 9): one key, which both jobs carry ---- */
+bit  born[NJ] = 1;      /* the job has a row in a table: enqueued, not yet trimmed */
+byte enq[NJ];           /* its Enqueue */
+#define E_NONE 0        /* enqueued before the run (scenarios 1-8): not modelled */
+#define E_WANT 1        /* an Enqueue of it, with the key, is to come */
+#define E_READ 2        /* BROKEN_UNIQUE_NO_LOCK only: it read no holder; its insert is to come */
+#define E_MADE 3        /* it created the job */
+#define E_DUP 4         /* it was refused, the holder returned as the duplicate: the job is never born */
+bit  hasKey[NJ];        /* the job carries the key (UniqueKey IS NOT NULL) */
+byte krow;              /* JobUniqueKeys: job + 1 its row points at, 0 no row */
+bit  karch, kdlq;       /* the key's states count archived jobs, dead letters */
+
 /* ---- processor processes ---- */
 bit  frozen[NW], dead[NW], stopping[NW];
 byte bj[NW];            /* the prefetch buffer (PrefetchSize 1): job + 1, or 0 */
@@ -174,6 +188,7 @@ byte wt[NW];            /* process w's last probe missed: it waits for its next 
 byte staleB;            /* buffered jobs released for waiting ReleaseAfter */
 byte cancelB;           /* operator cancels */
 byte resB;              /* operator resurrects */
+byte trimB;             /* trims or purges of a finished job */
 byte maxatt = 1;        /* MaxAttempts */
 byte maxsnz = 0;        /* MaxSnoozes */
 bit  group;             /* process 0 runs two goroutines, their calls group-committed */
@@ -181,7 +196,7 @@ bit  group;             /* process 0 runs two goroutines, their calls group-comm
 /* ---- ghosts: what the properties read; no step's guard reads them ---- */
 bit  kept[NJ];          /* Processing, and its holder has stayed live since the start */
 byte attc[NJ];          /* AttemptCount when claimed */
-bit  badI1, badI3a, badI3b, badI4;
+bit  badI1, badI3a, badI3b, badI4, badIU;
 #ifdef BROKEN_SPLIT_MOVE
 bit  limbo[NJ];         /* deleted from JobsHot, not yet inserted into JobsArchive */
 #endif
@@ -195,6 +210,13 @@ hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_ci
 #define BATCHED(k)    (group && (k) < 2)
 #define LIVE(j, c)    ((c) && inHot[j] && st[j] != PEND)
 #define RUNNING(j, c) ((c) && inHot[j] && st[j] == PROC)
+
+/* Job j holds the key: the row points at it, and it is in a table the key
+ * counts (the hot table always). Leaving that table releases the key
+ * without touching the row; a row left pointing at a trimmed job holds
+ * nothing. KHELD: the row's job holds it. */
+#define HOLDS(j)      (hasKey[j] && krow == (j) + 1 && (inHot[j] || (inArch[j] && karch) || (inDlq[j] && kdlq)))
+#define KHELD         ((krow == 1 && HOLDS(0)) || (krow == 2 && HOLDS(1)))
 
 /* the holders of job j's current lease */
 #define BHOLD(w, j)   (bj[w] == (j) + 1 && bcur[w])
@@ -849,6 +871,69 @@ end:
        skip } \
   :: d_step { ALIVE(W) && stopping[W] -> killProc(W); SAY("P%d Stop returns; what is left goes to rescue\n", W) }
 
+/* Unique keys (scenario 9). Enqueue of job n with the key: under the
+ * key's exclusive lock, held to commit, it reads the row; if the job the
+ * row points at holds the key, it returns that job as the duplicate and
+ * creates nothing, else it inserts n Pending and points the row at n (an
+ * insert, or an update of a row left behind): one transaction, one step. */
+inline createJob(j) {
+  born[j] = 1; inHot[j] = 1; clearHot(j); due[j] = 1; att[j] = 0; snz[j] = 0; zused[j] = 0; out[j] = 0;
+  hasKey[j] = 1; krow = j + 1; enq[j] = E_MADE;
+  SAY("Enqueue(job %d): created Pending, the key's row points at it\n", j)
+}
+inline refuseJob(j) {
+  if
+  :: !KHELD -> badIU = 1        /* it must name a job that holds the key */
+  :: else -> skip
+  fi;
+  enq[j] = E_DUP;
+  SAY("Enqueue(job %d): duplicate of job %d, which holds the key; nothing created\n", j, krow - 1)
+}
+#ifdef BROKEN_UNIQUE_NO_LOCK
+#define ENQ_OPTIONS(J) \
+  :: d_step { enq[J] == E_WANT -> \
+       if \
+       :: KHELD -> refuseJob(J) \
+       :: else -> enq[J] = E_READ; SAY("Enqueue(job %d), no key lock: reads no holder\n", J) \
+       fi } \
+  :: d_step { enq[J] == E_READ -> createJob(J) }
+#else
+#define ENQ_OPTIONS(J) \
+  :: d_step { enq[J] == E_WANT -> \
+       if \
+       :: KHELD -> refuseJob(J) \
+       :: else -> createJob(J) \
+       fi }
+#endif
+/* Resurrect of a dead letter j with the key, under the same lock: j takes
+ * the key back if no job holds it (no row, the row is j's, or its job no
+ * longer holds it), else j's key is dropped and it goes on without one. */
+inline retakeKey(j) {
+  if
+  :: !hasKey[j] -> skip
+#ifdef BROKEN_RESURRECT_KEEPS_KEY
+  :: hasKey[j] -> SAY("Resurrect(job %d), broken: keeps its key, the row unread\n", j)
+#else
+  :: hasKey[j] && (krow == j + 1 || !KHELD) -> krow = j + 1; SAY("Resurrect(job %d): takes its key back\n", j)
+  :: hasKey[j] && krow != j + 1 && KHELD -> hasKey[j] = 0; SAY("Resurrect(job %d): job %d holds the key; the key is dropped\n", j, krow - 1)
+#endif
+  fi
+}
+/* Trim (retention) or purge of a finished job: its row goes, and the key's
+ * row with it if it points at the job; a trim that skips a locked key row
+ * (READPAST) leaves that row pointing at a job that is gone. */
+#define TRIM_OPTIONS(J) \
+  :: d_step { trimB > 0 && (inArch[J] || inDlq[J]) -> trimB--; \
+       inArch[J] = 0; inDlq[J] = 0; born[J] = 0; out[J] = 0; att[J] = 0; snz[J] = 0; hasKey[J] = 0; \
+       if \
+       :: krow == J + 1 -> krow = 0 \
+       :: else -> skip \
+       fi; \
+       SAY("Trim(job %d): deleted, with its key row\n", J) } \
+  :: d_step { trimB > 0 && (inArch[J] || inDlq[J]) && krow == J + 1 -> trimB--; \
+       inArch[J] = 0; inDlq[J] = 0; born[J] = 0; out[J] = 0; att[J] = 0; snz[J] = 0; hasKey[J] = 0; \
+       SAY("Trim(job %d): deleted; its key row, locked, skipped: it points at a gone job\n", J) }
+
 #define JOB_OPTIONS(J) \
   :: d_step { cancelB > 0 && inHot[J] && !(st[J] == PROC && cr[J]) -> \
        cancelB--; \
@@ -857,7 +942,7 @@ end:
        :: else -> toDLQ(J); SAY("Cancel(job %d): -> JobsDLQ as Cancelled\n", J) \
        fi } \
   :: d_step { resB > 0 && inDlq[J] -> \
-       resB--; inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; zused[J] = 0; due[J] = 1; \
+       resB--; retakeKey(J); inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; zused[J] = 0; due[J] = 1; \
        SAY("Resurrect(job %d): JobsDLQ -> Pending, RunLease kept\n", J) }
 
 /* The rescue loops, and what happens to processes and jobs from outside */
@@ -870,6 +955,10 @@ end:
   PROC_OPTIONS(1)
   JOB_OPTIONS(0)
   JOB_OPTIONS(1)
+  ENQ_OPTIONS(0)
+  ENQ_OPTIONS(1)
+  TRIM_OPTIONS(0)
+  TRIM_OPTIONS(1)
 #ifdef BROKEN_SPLIT_MOVE
   :: d_step { limbo[0] -> limbo[0] = 0; inArch[0] = 1; SAY("job 0 inserted into JobsArchive\n") }
   :: d_step { limbo[1] -> limbo[1] = 0; inArch[1] = 1; SAY("job 1 inserted into JobsArchive\n") }
@@ -939,6 +1028,18 @@ init {
 #if SCENARIO == 0 || SCENARIO == 8
     :: zpol[0] = 1; freezeB = 1; resB = 1     /* 8 zombie retry: job 0's kind opts in, a worker freezes */
 #endif
+#if SCENARIO == 0 || SCENARIO == 9
+    :: born[0] = 0; born[1] = 0; inHot[0] = 0; inHot[1] = 0; due[0] = 0; due[1] = 0;
+       enq[0] = E_WANT; enq[1] = E_WANT; resB = 1; trimB = 1;   /* 9 unique: two enqueues race for one key */
+       if
+       :: karch = 1
+       :: karch = 0
+       fi;
+       if
+       :: kdlq = 1
+       :: kdlq = 0
+       fi
+#endif
     fi;
     SAY("scenario: leave %d freeze %d loss %d stale %d cancel %d resurrect %d MaxAttempts %d MaxSnoozes %d group %d; job 1 in queue %d\n",
            leaveB, freezeB, lossB, staleB, cancelB, resB, maxatt, maxsnz, group, qof[1]);
@@ -953,11 +1054,11 @@ init {
 
 /* ---- properties ---- */
 #define ONE_HOLDER(j) (!(inHot[j] && st[j] != PEND) || HOLDERS(j) <= 1)
-#define ONE_TABLE(j)  (inHot[j] + inArch[j] + inDlq[j] == 1)
+#define ONE_TABLE(j)  (inHot[j] + inArch[j] + inDlq[j] == born[j])   /* an unborn or trimmed job: none */
 
 /* I1: at most one holder of a job's current lease, and a statement under any other lease changes nothing */
 ltl I1 { [] (ONE_HOLDER(0) && ONE_HOLDER(1) && !badI1) }
-/* I2: every job is in exactly one table */
+/* I2: every job is in exactly one table (a job not enqueued yet, refused or trimmed: in none) */
 ltl I2 { [] (ONE_TABLE(0) && ONE_TABLE(1)) }
 /* I3: release and phase 1 keep AttemptCount; a job kept beating is never dead-lettered as a zombie */
 ltl I3 { [] (!badI3a && !badI3b) }
@@ -970,6 +1071,10 @@ ltl I6 { [] (ACTIVE(0) <= MAXW0) }
 /* liveness, under weak fairness: the hot table empties again and again;
  * since only a resurrect (bounded) brings a job back, every job leaves it for good */
 ltl L1 { [] <> (!inHot[0] && !inHot[1]) }
+/* IU: every hot job that carries the unique key is the one its row points at (so never two), and
+ * an enqueue refused as a duplicate named a job that held the key */
+#define KEY_OK(j)     (!(inHot[j] && hasKey[j]) || krow == (j) + 1)
+ltl IU { [] (KEY_OK(0) && KEY_OK(1) && !badIU) }
 
 /* Witnesses: run_checks.sh expects each to be violated, which shows the
  * case is in the model and the properties above do not hold for want of it. */
@@ -1001,3 +1106,10 @@ ltl W_shutdown_retry { [] !(gk[0] == K_RETRY0 || gk[1] == K_RETRY0 || gk[2] == K
 #define RERUN(k) (gph[k] == G_RUN && gj[k] == 0 && gcur[k] && zused[0] > 0)
 ltl W_zombie_retry { [] !(RERUN(0) || RERUN(1) || RERUN(2)) }
 ltl W_snooze_meets_cancel { [] !(SNOOZE_MARKED(0) || SNOOZE_MARKED(1) || SNOOZE_MARKED(2)) }
+/* an enqueue refused as a duplicate of the job holding the key */
+ltl W_unique_dup { [] !(enq[0] == E_DUP || enq[1] == E_DUP) }
+/* both enqueues created their job, and both jobs still have their rows: the second came after
+ * the first had finished in a table the key does not count (not only after a trim) */
+ltl W_unique_retake { [] !(enq[0] == E_MADE && enq[1] == E_MADE && born[0] && born[1]) }
+/* a resurrected job found the key held by the other and goes on without it */
+ltl W_unique_drop { [] !((born[0] && enq[0] == E_MADE && !hasKey[0]) || (born[1] && enq[1] == E_MADE && !hasKey[1])) }

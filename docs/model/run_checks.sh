@@ -151,13 +151,14 @@ broken() {
 safety_lane() {
   echo "model: real model, safety (exhaustive search, every scenario)"
   build real "" "-Og -DSAFETY"
-  for p in I1 I2 I3 I4 I6; do
+  for p in I1 I2 I3 I4 I6 IU; do
     check "$p" real holds "${SAFE[@]}" -N "$p"
   done
   echo "model: witnesses (each case must be reachable)"
   for w in W_stale_handler W_cap_handlers W_adoption W_orphan_row W_group_commit \
            W_cancel_running W_snooze W_retry W_start_reply_lost W_late_attempt \
-           W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost W_zombie_retry; do
+           W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost W_zombie_retry \
+           W_unique_dup W_unique_retake W_unique_drop; do
     check "$w" real claim "${SAFE[@]}" -N "$w"
   done
   echo "model: broken variants (each must be caught)"
@@ -169,6 +170,8 @@ safety_lane() {
   broken BROKEN_PHASE1_BUMPS_ATTEMPT I3 1
   broken BROKEN_CHAIN_UNBEATEN I3 6
   broken BROKEN_OUTPUT_UNFENCED I1 1
+  broken BROKEN_UNIQUE_NO_LOCK IU 9
+  broken BROKEN_RESURRECT_KEEPS_KEY IU 9
 }
 
 # broken_live VARIANT PROPERTY SCENARIO: as broken, for a liveness
