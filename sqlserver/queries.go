@@ -222,31 +222,39 @@ BEGIN
     END CATCH
 END`
 
-// The store's own transaction, under XACT_ABORT so that a cancelled request
-// leaves no transaction (and no key lock) open. A duplicate key here dooms
-// the transaction (XACT_STATE() = -1), so the statement rethrows and the
-// store reads the existing job with qJobByKey.
-const qEnqueueKeyed = keyedPrologue + `
+// ownTx and callersTx wrap a keyed enqueue's body in its two forms.
+//
+// ownTx is the store's own transaction, under XACT_ABORT so that a
+// cancelled request leaves no transaction (and no key lock) open. A
+// duplicate key here dooms the transaction (XACT_STATE() = -1), so the
+// statement rethrows and the store reads the existing job with qJobByKey.
+//
+// callersTx runs inside a caller's transaction: XACT_ABORT off for this
+// batch (a SET in a parameterized batch lasts only as long as the batch),
+// since under it a duplicate key would roll back the caller's whole
+// transaction, and no transaction of its own. The key locks then last
+// until the caller commits or rolls back, which is what makes the keys
+// safe there: a second enqueue of one waits to see whether the first
+// commits. READCOMMITTEDLOCK reads the latest committed row even in a
+// caller's SNAPSHOT transaction, where a plain read would miss a job
+// committed after the snapshot began.
+func ownTx(prologue, body string) string {
+	return prologue + `
 SET XACT_ABORT ON;
 BEGIN TRANSACTION;
-` + keyedBody + `
+` + body + `
 COMMIT TRANSACTION;
 SELECT @id, @dup;`
+}
 
-// Inside a caller's transaction: XACT_ABORT off for this batch (a SET in a
-// parameterized batch lasts only as long as the batch), since under it a
-// duplicate key would roll back the caller's whole transaction, and no
-// transaction of its own. The key lock then lasts until the caller commits or rolls back,
-// which is what makes the key safe there: a second enqueue of it waits to
-// see whether the first commits. READCOMMITTEDLOCK reads the latest
-// committed row even in a caller's SNAPSHOT transaction, where a plain read
-// would miss a job committed after the snapshot began.
-const qEnqueueKeyedTx = keyedPrologue + `
+func callersTx(prologue, body string) string {
+	return prologue + `
 SET XACT_ABORT OFF;
 IF @@TRANCOUNT = 0
     THROW 51002, N'chokaq: EnqueueTx needs an open transaction', 1;
-` + keyedBody + `
+` + body + `
 SELECT @id, @dup;`
+}
 
 // The active job that holds a key, after an insert lost a race for it.
 const qJobByKey = `SET NOCOUNT ON;
@@ -308,7 +316,8 @@ IF @@ROWCOUNT = 0
 // key row and its holder; a holder makes the enqueue a duplicate of it;
 // else the job is inserted and takes the key. A job with an idempotency
 // key (@key not empty) takes that key's lock second and checks it first,
-// as the in-memory store does: the idempotency key's holder wins.
+// as the in-memory store does: the idempotency key's holder wins. It
+// comes in the two forms of ownTx and callersTx.
 const uniquePrologue = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
@@ -367,22 +376,6 @@ BEGIN
         ` + uniqueTake + `
     END
 END`
-
-// The store's own transaction and a caller's, as for idempotency keys
-// (qEnqueueKeyed, qEnqueueKeyedTx).
-const qEnqueueUnique = uniquePrologue + `
-SET XACT_ABORT ON;
-BEGIN TRANSACTION;
-` + uniqueBody + `
-COMMIT TRANSACTION;
-SELECT @id, @dup;`
-
-const qEnqueueUniqueTx = uniquePrologue + `
-SET XACT_ABORT OFF;
-IF @@TRANCOUNT = 0
-    THROW 51002, N'chokaq: EnqueueTx needs an open transaction', 1;
-` + uniqueBody + `
-SELECT @id, @dup;`
 
 // qLockEnqueueKeys takes, in the batch's transaction, the locks of every
 // key of an EnqueueMany before its first item: the unique keys in
@@ -1598,11 +1591,11 @@ func render(name string) *queries {
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 	)
 	q := &queries{
-		enqueueKeyed:       r.Replace(strings.Replace(qEnqueueKeyed, "{{insertKeyed}}", keyedInsert, 1)),
-		enqueueKeyedTx:     r.Replace(strings.Replace(qEnqueueKeyedTx, "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueKeyed:       r.Replace(strings.Replace(ownTx(keyedPrologue, keyedBody), "{{insertKeyed}}", keyedInsert, 1)),
+		enqueueKeyedTx:     r.Replace(strings.Replace(callersTx(keyedPrologue, keyedBody), "{{insertKeyed}}", keyedInsert, 1)),
 		jobByKey:           r.Replace(qJobByKey),
-		enqueueUnique:      r.Replace(strings.Replace(qEnqueueUnique, "{{insertUnique}}", uniqueInsert, 1)),
-		enqueueUniqueTx:    r.Replace(strings.Replace(qEnqueueUniqueTx, "{{insertUnique}}", uniqueInsert, 1)),
+		enqueueUnique:      r.Replace(strings.Replace(ownTx(uniquePrologue, uniqueBody), "{{insertUnique}}", uniqueInsert, 1)),
+		enqueueUniqueTx:    r.Replace(strings.Replace(callersTx(uniquePrologue, uniqueBody), "{{insertUnique}}", uniqueInsert, 1)),
 		lockEnqueueKeys:    r.Replace(qLockEnqueueKeys),
 		adoptClaim:         r.Replace(qAdoptClaim),
 		serverLevel:        schema.ServerLevelQuery,
