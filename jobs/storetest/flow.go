@@ -2,7 +2,11 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
+	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
 )
@@ -177,6 +181,174 @@ var flowCases = []testCase{
 		}
 		if n := claimOne(t, h); n.ID != b {
 			t.Fatalf("after the head succeeded the sequence ran %d, want %d", n.ID, b)
+		}
+	}},
+	{"LoweredLimitStopsNoRunningJob", func(t *testing.T, h *Harness) {
+		three, one := 3, 1
+		flowQueue(t, h, jobs.QueueUpdate{MaxWorkersPerKey: &three})
+		for range 5 {
+			flowEnqueue(t, h, jobs.EnqueueParams{ConcurrencyKey: "k"})
+		}
+		running := claim(t, h, worker1, 10)
+		if len(running) != 3 {
+			t.Fatalf("claimed %d under a limit of 3", len(running))
+		}
+		flowQueue(t, h, jobs.QueueUpdate{MaxWorkersPerKey: &one})
+		for i, j := range running {
+			start(t, h, j.Ref()) // the lowered limit stops none that run
+			if got := claim(t, h, worker2, 10); len(got) != 0 {
+				t.Fatalf("with %d of the key running under a limit of 1: claimed %d", 3-i, len(got))
+			}
+			if err := h.Store.Complete(ctxOf(t), j.Ref()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := claim(t, h, worker2, 10); len(got) != 1 {
+			t.Fatalf("once the key's jobs finished: claimed %d, want 1 (the lowered limit)", len(got))
+		}
+	}},
+	{"CancelOfAWaitingJob", func(t *testing.T, h *Harness) {
+		one := 1
+		flowQueue(t, h, jobs.QueueUpdate{MaxWorkersPerKey: &one})
+		flowEnqueue(t, h, jobs.EnqueueParams{ConcurrencyKey: "k"})
+		waiting := flowEnqueue(t, h, jobs.EnqueueParams{ConcurrencyKey: "k"})
+		first := claimOne(t, h)
+		if got := claim(t, h, worker2, 10); len(got) != 0 { // parks the second
+			t.Fatalf("claimed %d beside the key's running job", len(got))
+		}
+		rs, err := h.Store.Cancel(ctxOf(t), jobs.CancelParams{IDs: []int64{waiting}, By: "ops"})
+		if err != nil || len(rs) != 1 || rs[0].Outcome != jobs.CancelDone {
+			t.Fatalf("Cancel of a job waiting on its key = %+v, %v; want it cancelled at once", rs, err)
+		}
+		if st := stats(t, h); st.WaitingOnKey != 0 || st.Pending != 0 {
+			t.Errorf("after the cancel: %d waiting on a key, %d pending; want none", st.WaitingOnKey, st.Pending)
+		}
+		start(t, h, first.Ref())
+		if err := h.Store.Complete(ctxOf(t), first.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(t, h, worker2, 10); len(got) != 0 {
+			t.Fatalf("the cancelled job came back: claimed %v", got)
+		}
+	}},
+	{"SnoozedSequenceHeadKeepsItsPlace", func(t *testing.T, h *Harness) {
+		a := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+		flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+		j := claimOne(t, h)
+		start(t, h, j.Ref())
+		if err := h.Store.Snooze(ctxOf(t), j.Ref(), jobs.SnoozeParams{Delay: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(t, h, worker2, 10); len(got) != 0 {
+			t.Fatalf("while the head sleeps: claimed %d of its sequence", len(got))
+		}
+		h.Advance(t, time.Minute+time.Second)
+		if got := claimOne(t, h); got.ID != a {
+			t.Fatalf("after the snooze the sequence ran %d, want its head %d", got.ID, a)
+		}
+	}},
+	{"PurgedDeadLetterReleasesAHeldSequence", func(t *testing.T, h *Harness) {
+		hold := jobs.SequenceHold
+		flowQueue(t, h, jobs.QueueUpdate{SequenceOnDeadLetter: &hold})
+		a := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+		b := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+		j := claimOne(t, h)
+		start(t, h, j.Ref())
+		if err := h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "x"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claim(t, h, worker1, 10); len(got) != 0 {
+			t.Fatalf("claimed %d behind a held dead letter", len(got))
+		}
+		if n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: []int64{a}}}); err != nil || n != 1 {
+			t.Fatalf("Purge = %d, %v", n, err)
+		}
+		if got := claimOne(t, h); got.ID != b {
+			t.Fatalf("after the held dead letter was purged the sequence ran %d, want %d", got.ID, b)
+		}
+	}},
+	{"CancelledHeadNeverHoldsItsSequence", func(t *testing.T, h *Harness) {
+		hold := jobs.SequenceHold
+		flowQueue(t, h, jobs.QueueUpdate{SequenceOnDeadLetter: &hold})
+		a := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+		b := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+		if _, err := h.Store.Cancel(ctxOf(t), jobs.CancelParams{IDs: []int64{a}}); err != nil {
+			t.Fatal(err)
+		}
+		if got := claimOne(t, h); got.ID != b {
+			t.Fatalf("after its head was cancelled the sequence ran %d, want %d", got.ID, b)
+		}
+	}},
+	{"I6PerKeyUnderConcurrentClaimers", func(t *testing.T, h *Harness) {
+		two := 2
+		flowQueue(t, h, jobs.QueueUpdate{MaxWorkersPerKey: &two})
+		keys := []string{"a", "b", "c", "d", "e"}
+		for i := range 100 {
+			flowEnqueue(t, h, jobs.EnqueueParams{ConcurrencyKey: keys[i%len(keys)]})
+		}
+		var (
+			mu     sync.Mutex
+			active = map[string]int{}
+			done   int
+			errs   []string
+		)
+		var wg sync.WaitGroup
+		for w := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for idle := 0; idle < 50; {
+					got, err := h.Store.Claim(ctxOf(t), jobs.ClaimParams{Queues: []string{jobs.DefaultQueue}, WorkerID: fmt.Sprintf("w%d", w), Limit: 3})
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, err.Error())
+						mu.Unlock()
+						return
+					}
+					if len(got) == 0 {
+						mu.Lock()
+						finished := done == 100
+						mu.Unlock()
+						if finished {
+							return
+						}
+						idle++
+						runtime.Gosched()
+						continue
+					}
+					mu.Lock()
+					for _, j := range got {
+						if active[j.ConcurrencyKey]++; active[j.ConcurrencyKey] > two {
+							errs = append(errs, fmt.Sprintf("key %s has %d jobs claimed at once, above its limit %d", j.ConcurrencyKey, active[j.ConcurrencyKey], two))
+						}
+					}
+					mu.Unlock()
+					for _, j := range got {
+						// Counted out before the job leaves: the store may let the
+						// next one in as soon as it has.
+						mu.Lock()
+						active[j.ConcurrencyKey]--
+						mu.Unlock()
+						_, err := h.Store.Start(ctxOf(t), j.Ref(), jobs.StartParams{DefaultTimeout: defaultTimeout})
+						if err == nil {
+							err = h.Store.Complete(ctxOf(t), j.Ref())
+						}
+						mu.Lock()
+						if err != nil {
+							errs = append(errs, fmt.Sprintf("job %d: %v", j.ID, err))
+						}
+						done++
+						mu.Unlock()
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatalf("%d problems, first: %s", len(errs), errs[0])
+		}
+		if st := stats(t, h); st.Pending != 0 {
+			t.Fatalf("%d jobs left pending after the claimers stopped (%d done)", st.Pending, done)
 		}
 	}},
 }
