@@ -298,7 +298,7 @@ var flowCases = []testCase{
 			go func() {
 				defer wg.Done()
 				for idle := 0; idle < 50; {
-					got, err := h.Store.Claim(ctxOf(t), jobs.ClaimParams{Queues: []string{jobs.DefaultQueue}, WorkerID: fmt.Sprintf("w%d", w), Limit: 3})
+					got, err := h.Store.Claim(ctxOf(t), jobs.ClaimParams{Queues: []string{jobs.DefaultQueue}, WorkerID: fmt.Sprintf("w%d", w), Limit: 15})
 					if err != nil {
 						mu.Lock()
 						errs = append(errs, err.Error())
