@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -378,4 +379,96 @@ func Example_unique() {
 	// customer 7: job 1 duplicate=true
 	// customer 8: job 2 duplicate=false
 	// next hour, customer 7: job 3 duplicate=false
+}
+
+// ExportArgs are the arguments of one tenant's export; LedgerArgs post one
+// entry to an account, and entries must post in order.
+type (
+	ExportArgs struct {
+		Tenant string `json:"tenant"`
+	}
+	LedgerArgs struct {
+		Account int `json:"account"`
+		Entry   int `json:"entry"`
+	}
+)
+
+func (ExportArgs) Kind() string { return "tenant.export" }
+func (LedgerArgs) Kind() string { return "ledger.post" }
+
+// The concurrency key comes from the job's own arguments: every export of
+// one tenant shares it. The sequence key does the same for an account.
+func (a ExportArgs) EnqueueOpts() chokaq.EnqueueOpts {
+	return chokaq.EnqueueOpts{ConcurrencyKey: "tenant:" + a.Tenant}
+}
+
+func (a LedgerArgs) EnqueueOpts() chokaq.EnqueueOpts {
+	return chokaq.EnqueueOpts{SequenceKey: fmt.Sprintf("account:%d", a.Account)}
+}
+
+// Flow control: at most two exports per tenant at once, and one for the
+// tenant "big", however many workers are free, across every process; and
+// an account's ledger entries one at a time, in enqueue order. A job held
+// back stays Pending and spends no attempt; the claim fills its batch from
+// the jobs behind it.
+func Example_flowControl() {
+	ctx := context.Background()
+	var (
+		mu      sync.Mutex
+		running = map[string]int{}
+		most    = map[string]int{}
+		posted  []int
+		wg      sync.WaitGroup
+	)
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args ExportArgs) error {
+		defer wg.Done()
+		mu.Lock()
+		running[args.Tenant]++
+		most[args.Tenant] = max(most[args.Tenant], running[args.Tenant])
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // the export's work
+		mu.Lock()
+		running[args.Tenant]--
+		mu.Unlock()
+		return nil
+	})
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args LedgerArgs) error {
+		defer wg.Done()
+		mu.Lock()
+		posted = append(posted, args.Entry)
+		mu.Unlock()
+		return nil
+	})
+	two, one := 2, 1
+	cfg := chokaq.Config{Store: memstore.New(), Queues: map[string]jobs.QueueUpdate{
+		jobs.DefaultQueue: {MaxWorkersPerKey: &two, KeyLimits: map[string]int{"tenant:big": one}},
+	}}
+	cfg.Processor.Concurrency = 8
+	client, err := chokaq.New(ctx, cfg, reg)
+	if err != nil {
+		panic(err)
+	}
+	for _, tenant := range []string{"big", "big", "big", "big", "small", "small", "small", "small"} {
+		wg.Add(1)
+		if _, err := client.Enqueue(ctx, ExportArgs{Tenant: tenant}, nil); err != nil {
+			panic(err)
+		}
+	}
+	for entry := 1; entry <= 5; entry++ {
+		wg.Add(1)
+		if _, err := client.Enqueue(ctx, LedgerArgs{Account: 42, Entry: entry}, nil); err != nil {
+			panic(err)
+		}
+	}
+	if err := client.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer client.Stop(context.Background())
+	wg.Wait()
+	fmt.Printf("most exports at once: big %d, small %d\n", most["big"], most["small"])
+	fmt.Println("ledger entries posted in order:", posted)
+	// Output:
+	// most exports at once: big 1, small 2
+	// ledger entries posted in order: [1 2 3 4 5]
 }
