@@ -184,6 +184,7 @@ func TestDemoFinishesWithItsSummary(t *testing.T) {
 		"recovered from Fetched\t", "dead-lettered as Zombie", "dead-lettered as Timeout", "succeeded on attempt 1",
 		"cancelled before it ran", "cancelled while running",
 		"schedule demo-every-2s (@every 2s)", "2 before its pause", "(2 ticks missed, fired as one on resume)",
+		"tenant big (limit 1) ran at most 1 at once", "posted [1 2 3 4 5]",
 	} {
 		if !strings.Contains(strings.ReplaceAll(r.stdout, "  ", "\t"), strings.TrimSuffix(want, "\t")) {
 			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
