@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -137,6 +138,23 @@ type queueData struct {
 	// kept.
 	Archive, DeadLetters keep
 	Charts               chartsData
+	// KeyLimits are the queue's own limits per concurrency key, by key.
+	KeyLimits []keyLimit
+}
+
+// keyLimit is one key's own limit, as the queue page lists it.
+type keyLimit struct {
+	Key   string
+	Limit int
+}
+
+// keyLimits lists s's own key limits sorted by key.
+func keyLimits(s jobs.QueueSettings) []keyLimit {
+	out := make([]keyLimit, 0, len(s.KeyLimits))
+	for _, k := range slices.Sorted(maps.Keys(s.KeyLimits)) {
+		out = append(out, keyLimit{Key: k, Limit: s.KeyLimits[k]})
+	}
+	return out
 }
 
 // queuePageURL is where queue name's page is, under base. A name of dots
@@ -193,6 +211,7 @@ func (d *Dashboard) queuePage(w http.ResponseWriter, r *http.Request) {
 		data.Counts.sparkline = drawSparkline(name, nil, lagSample{at: c.At})
 	}
 	data.Archive, data.DeadLetters = d.keeps(data.Settings)
+	data.KeyLimits = keyLimits(data.Settings)
 	self, _, _ := strings.Cut(queuePageURL(d.base, name), "?")
 	if self == d.path("/queue") {
 		v.Set("name", name)

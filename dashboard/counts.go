@@ -12,22 +12,26 @@ import (
 // in `counts` events. The string fields are what the page shows, so the
 // script only copies text.
 type queueCounts struct {
-	Queue        string  `json:"queue"`
-	Paused       bool    `json:"paused"`
-	State        string  `json:"state"`
-	MaxWorkers   int     `json:"max_workers"`
-	Pending      int64   `json:"pending"`
-	Scheduled    int64   `json:"scheduled"`
-	Fetched      int64   `json:"fetched"`
-	Processing   int64   `json:"processing"`
-	Archived     int64   `json:"archived"`
-	DeadLettered int64   `json:"dead"`
-	LagSeconds   float64 `json:"lag_seconds"`
-	Lag          string  `json:"lag"`
-	PerSecond1m  float64 `json:"per_second_1m"`
-	PerSecond5m  float64 `json:"per_second_5m"`
-	Rate1m       string  `json:"rate_1m"`
-	Rate5m       string  `json:"rate_5m"`
+	Queue        string `json:"queue"`
+	Paused       bool   `json:"paused"`
+	State        string `json:"state"`
+	MaxWorkers   int    `json:"max_workers"`
+	Pending      int64  `json:"pending"`
+	Scheduled    int64  `json:"scheduled"`
+	Fetched      int64  `json:"fetched"`
+	Processing   int64  `json:"processing"`
+	Archived     int64  `json:"archived"`
+	DeadLettered int64  `json:"dead"`
+	// WaitingOnKey and WaitingOnSequence are Pending jobs held back by
+	// flow control (ADR 0031), counted in Pending too.
+	WaitingOnKey      int64   `json:"waiting_key"`
+	WaitingOnSequence int64   `json:"waiting_sequence"`
+	LagSeconds        float64 `json:"lag_seconds"`
+	Lag               string  `json:"lag"`
+	PerSecond1m       float64 `json:"per_second_1m"`
+	PerSecond5m       float64 `json:"per_second_5m"`
+	Rate1m            string  `json:"rate_1m"`
+	Rate5m            string  `json:"rate_5m"`
 	// sparkline is the lag over the recent polls (lagHistory), filled
 	// in by the poller and the overview, not by counts.
 	sparkline
@@ -55,7 +59,8 @@ func (d *Dashboard) counts(ctx context.Context) (counts, error) {
 	c := counts{At: now, Queues: make([]queueCounts, 0, len(stats)), Total: queueCounts{Queue: "all queues"}}
 	for _, s := range stats {
 		q := queueCounts{Queue: s.Queue, Paused: s.Paused, MaxWorkers: s.MaxWorkers, Pending: s.Pending, Scheduled: s.Scheduled,
-			Fetched: s.Fetched, Processing: s.Processing, Archived: s.Archived, DeadLettered: s.DeadLettered, LagSeconds: s.Lag.Seconds()}
+			Fetched: s.Fetched, Processing: s.Processing, Archived: s.Archived, DeadLettered: s.DeadLettered, LagSeconds: s.Lag.Seconds(),
+			WaitingOnKey: s.WaitingOnKey, WaitingOnSequence: s.WaitingOnSequence}
 		for _, w := range []struct {
 			span time.Duration
 			into *float64
@@ -73,6 +78,8 @@ func (d *Dashboard) counts(ctx context.Context) (counts, error) {
 		t.Processing += q.Processing
 		t.Archived += q.Archived
 		t.DeadLettered += q.DeadLettered
+		t.WaitingOnKey += q.WaitingOnKey
+		t.WaitingOnSequence += q.WaitingOnSequence
 		t.LagSeconds = max(t.LagSeconds, q.LagSeconds)
 		t.PerSecond1m += q.PerSecond1m
 		t.PerSecond5m += q.PerSecond5m

@@ -555,3 +555,33 @@ func TestJobPageShowsTheEffectivePolicy(t *testing.T) {
 	wantStatus(t, f.get(fmt.Sprintf("/job/%d", id)), http.StatusOK,
 		`<dd id="job-timeout">42s (kind)</dd>`, `<dd id="job-zombie">retry 0 of 2 used</dd>`)
 }
+
+// The queue page shows its flow control: the limits, and how many Pending
+// jobs wait on a key limit or a sequence (ADR 0031).
+func TestQueuePageShowsFlowControl(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	hold := jobs.SequenceHold
+	if _, err := f.store.UpdateQueue(ctx, "tenants", jobs.QueueUpdate{MaxWorkersPerKey: intp(2),
+		KeyLimits: map[string]int{"tenant:big": 1}, SequenceOnDeadLetter: &hold}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []jobs.EnqueueParams{
+		{ConcurrencyKey: "tenant:big"}, {ConcurrencyKey: "tenant:big"}, {ConcurrencyKey: "tenant:big"},
+		{SequenceKey: "account:1"}, {SequenceKey: "account:1"},
+	} {
+		p.Queue, p.Type = "tenants", "export"
+		if _, err := f.store.Enqueue(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One claim takes one of the big tenant's and the sequence's head, and
+	// holds the others back.
+	if got, err := f.store.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"tenants"}, Limit: 10}); err != nil || len(got) != 2 {
+		t.Fatalf("Claim = %d jobs, %v; want 2", len(got), err)
+	}
+	wantStatus(t, f.get("/queue/tenants"), http.StatusOK,
+		"Flow control: per-key limit 2", `own limits <span class="qname">tenant:big</span> 1`,
+		"a dead letter in a sequence: hold",
+		`waiting on a key limit <span data-k="waiting_key">2</span>`, `waiting on a sequence <span data-k="waiting_sequence">1</span>`)
+}
