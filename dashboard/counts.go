@@ -24,14 +24,17 @@ type queueCounts struct {
 	DeadLettered int64  `json:"dead"`
 	// WaitingOnKey and WaitingOnSequence are Pending jobs held back by
 	// flow control (ADR 0031), counted in Pending too.
-	WaitingOnKey      int64   `json:"waiting_key"`
-	WaitingOnSequence int64   `json:"waiting_sequence"`
-	LagSeconds        float64 `json:"lag_seconds"`
-	Lag               string  `json:"lag"`
-	PerSecond1m       float64 `json:"per_second_1m"`
-	PerSecond5m       float64 `json:"per_second_5m"`
-	Rate1m            string  `json:"rate_1m"`
-	Rate5m            string  `json:"rate_5m"`
+	WaitingOnKey      int64 `json:"waiting_key"`
+	WaitingOnSequence int64 `json:"waiting_sequence"`
+	// BusiestKeys are the keys holding the most workers (the queue page's
+	// table, not copied by the script).
+	BusiestKeys []jobs.KeyCount `json:"busiest_keys,omitempty"`
+	LagSeconds  float64         `json:"lag_seconds"`
+	Lag         string          `json:"lag"`
+	PerSecond1m float64         `json:"per_second_1m"`
+	PerSecond5m float64         `json:"per_second_5m"`
+	Rate1m      string          `json:"rate_1m"`
+	Rate5m      string          `json:"rate_5m"`
 	// sparkline is the lag over the recent polls (lagHistory), filled
 	// in by the poller and the overview, not by counts.
 	sparkline
@@ -60,7 +63,7 @@ func (d *Dashboard) counts(ctx context.Context) (counts, error) {
 	for _, s := range stats {
 		q := queueCounts{Queue: s.Queue, Paused: s.Paused, MaxWorkers: s.MaxWorkers, Pending: s.Pending, Scheduled: s.Scheduled,
 			Fetched: s.Fetched, Processing: s.Processing, Archived: s.Archived, DeadLettered: s.DeadLettered, LagSeconds: s.Lag.Seconds(),
-			WaitingOnKey: s.WaitingOnKey, WaitingOnSequence: s.WaitingOnSequence}
+			WaitingOnKey: s.WaitingOnKey, WaitingOnSequence: s.WaitingOnSequence, BusiestKeys: s.BusiestKeys}
 		for _, w := range []struct {
 			span time.Duration
 			into *float64

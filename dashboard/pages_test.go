@@ -6,6 +6,7 @@ import (
 	"html"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -415,11 +416,11 @@ func TestOverviewCountsEveryStatus(t *testing.T) {
 		LagSeconds: 90, Lag: "1m30s",
 		// The four archived 90s ago: none in the last minute, 4 in five.
 		PerSecond1m: 0, PerSecond5m: 4.0 / 300, Rate1m: "0", Rate5m: "0.01"}
-	if c.Queues[0] != want {
+	if !reflect.DeepEqual(c.Queues[0], want) {
 		t.Fatalf("counts\n got  %+v\n want %+v", c.Queues[0], want)
 	}
 	want.Queue, want.State = "all queues", ""
-	if c.Total != want {
+	if !reflect.DeepEqual(c.Total, want) {
 		t.Fatalf("total\n got  %+v\n want %+v", c.Total, want)
 	}
 	wantStatus(t, f.get("/"), http.StatusOK,
@@ -583,5 +584,6 @@ func TestQueuePageShowsFlowControl(t *testing.T) {
 	wantStatus(t, f.get("/queue/tenants"), http.StatusOK,
 		"Flow control: per-key limit 2", `own limits <span class="qname">tenant:big</span> 1`,
 		"a dead letter in a sequence: hold",
-		`waiting on a key limit <span data-k="waiting_key">2</span>`, `waiting on a sequence <span data-k="waiting_sequence">1</span>`)
+		`waiting on a key limit <span data-k="waiting_key">2</span>`, `waiting on a sequence <span data-k="waiting_sequence">1</span>`,
+		"Busiest concurrency keys", `<tr><td class="qname">tenant:big</td><td>1</td><td>2</td></tr>`)
 }

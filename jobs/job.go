@@ -304,7 +304,21 @@ type QueueStats struct {
 	// earlier job of their sequence unfinished. Both are in Pending too.
 	WaitingOnKey      int64
 	WaitingOnSequence int64
+	// BusiestKeys are the concurrency keys with the most Fetched and
+	// Processing jobs, most first (ties by key), at most MaxBusiestKeys: a
+	// dashboard's view of who holds the workers, never a metric label.
+	BusiestKeys []KeyCount
 }
+
+// KeyCount is one concurrency key's jobs in QueueStats.BusiestKeys.
+type KeyCount struct {
+	Key     string
+	Running int64 // Fetched and Processing
+	Waiting int64 // held back at its limit
+}
+
+// MaxBusiestKeys bounds QueueStats.BusiestKeys.
+const MaxBusiestKeys = 5
 
 // Limits of queue settings.
 const (

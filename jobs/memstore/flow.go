@@ -1,7 +1,9 @@
 package memstore
 
 import (
+	"cmp"
 	"slices"
+	"strings"
 
 	"github.com/chokaq/chokaq-go/jobs"
 )
@@ -237,4 +239,29 @@ func (q *queueState) waiting() (onKey, onSequence int64) {
 		}
 	}
 	return onKey, onSequence
+}
+
+// busiestKeys are the queue's concurrency keys with the most running jobs
+// (jobs.QueueStats.BusiestKeys).
+func (q *queueState) busiestKeys() []jobs.KeyCount {
+	if len(q.flow.keyActive) == 0 {
+		return nil
+	}
+	waiting := map[string]int64{}
+	for _, p := range q.flow.parked {
+		if p.onKey {
+			waiting[p.key]++
+		}
+	}
+	out := make([]jobs.KeyCount, 0, len(q.flow.keyActive))
+	for k, n := range q.flow.keyActive {
+		out = append(out, jobs.KeyCount{Key: k, Running: int64(n), Waiting: waiting[k]})
+	}
+	slices.SortFunc(out, func(a, b jobs.KeyCount) int {
+		if a.Running != b.Running {
+			return cmp.Compare(b.Running, a.Running)
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out[:min(len(out), jobs.MaxBusiestKeys)]
 }

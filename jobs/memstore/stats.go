@@ -230,6 +230,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 		st.Archived = capped(q.tables[jobs.TableArchive-jobs.TableHot].total)
 		st.DeadLettered = capped(q.tables[jobs.TableDLQ-jobs.TableHot].total)
 		st.WaitingOnKey, st.WaitingOnSequence = q.waiting()
+		st.BusiestKeys = q.busiestKeys()
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })

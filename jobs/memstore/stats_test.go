@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -100,7 +101,7 @@ func (s *Store) checkStats(t *testing.T, queues []string) {
 	s.mu.Lock()
 	want := s.walkQueueStats(s.now())
 	s.mu.Unlock()
-	if !slices.Equal(got, want) {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("QueueStats\n got %+v\nwalk %+v", got, want)
 	}
 	for _, tb := range []jobs.Table{jobs.TableHot, jobs.TableArchive, jobs.TableDLQ} {

@@ -66,8 +66,13 @@ var flowCases = []testCase{
 		if n["hot"] != 1 || n["big"] != 3 || n["a"] != 1 || n["b"] != 1 || n[""] != 2 || len(got) != 8 {
 			t.Fatalf("claimed by key %v, want hot 1, big 3 (its own limit), a 1, b 1, no key 2", n)
 		}
-		if st := stats(t, h); st.WaitingOnKey != 20-1+5-3+1+1 {
+		st := stats(t, h)
+		if st.WaitingOnKey != 20-1+5-3+1+1 {
 			t.Errorf("waiting on a key limit: %d, want %d", st.WaitingOnKey, 20-1+5-3+1+1)
+		}
+		if bk := st.BusiestKeys; len(bk) != 4 || bk[0] != (jobs.KeyCount{Key: "big", Running: 3, Waiting: 2}) ||
+			bk[1] != (jobs.KeyCount{Key: "a", Running: 1, Waiting: 1}) || bk[3] != (jobs.KeyCount{Key: "hot", Running: 1, Waiting: 19}) {
+			t.Errorf("busiest keys %+v, want big (3 running, 2 waiting) first, then a, b and hot by key (a job without a key is no key's)", bk)
 		}
 		if again := claim(t, h, worker2, 100); len(again) != 0 {
 			t.Fatalf("a second claimer took %v while every key is at its limit", claimedKeys(again))
