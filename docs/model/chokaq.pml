@@ -32,6 +32,9 @@
  *   #define BROKEN_OUTPUT_UNFENCED       I1  complete's output list is joined on Id alone: a refused move writes its output
  *   #define BROKEN_UNIQUE_NO_LOCK        IU  enqueue reads the key's row without the key lock, and inserts in a later statement
  *   #define BROKEN_RESURRECT_KEEPS_KEY   IU  resurrect keeps the job's key without looking at the key's row
+ *   #define BROKEN_KEY_COUNT_OUTSIDE_LOCK I6K a keyed claim counts the key's active jobs before it takes the flow lock
+ *   #define BROKEN_SEQ_ONLY_IDLE         IS  a sequence claim checks only that no member runs, not that the job is the first unfinished
+ *   #define BROKEN_UNPARK_ON_CANDIDATES_ONLY L1 a claim unparks only when it picks a keyed candidate
  */
 
 #ifdef NARRATE
@@ -88,6 +91,7 @@
 #define PEND 0
 #define FETCH 1
 #define PROC 2
+#define WAIT 3          /* parked by flow control (scenario 10): not claimable */
 
 /* ---- the store: one row per job, and the table that holds it ---- */
 bit  inHot[NJ] = 1;     /* both jobs enqueued: Pending and due */
@@ -120,6 +124,17 @@ byte enq[NJ];           /* its Enqueue */
 bit  hasKey[NJ];        /* the job carries the key (UniqueKey IS NOT NULL) */
 byte krow;              /* JobUniqueKeys: job + 1 its row points at, 0 no row */
 bit  karch, kdlq;       /* the key's states count archived jobs, dead letters */
+
+/* ---- flow control (scenario 10): both jobs in queue 1 carry one concurrency key
+ * (limit 1) or one sequence key (job 0 enqueued first) ---- */
+byte fkind;             /* 0 none, F_KEY, F_SEQ */
+#define F_KEY 1
+#define F_SEQ 2
+bit  fhold;             /* the queue's SequenceOnDeadLetter is hold (else continue) */
+bit  dlc[NJ];           /* in the DLQ as cancelled (its cancel was requested): never holds a sequence */
+#ifdef BROKEN_KEY_COUNT_OUTSIDE_LOCK
+byte kseen[NW];         /* the key's active count + 1, read before the flow lock */
+#endif
 
 /* ---- processor processes ---- */
 bit  frozen[NW], dead[NW], stopping[NW];
@@ -196,7 +211,8 @@ bit  group;             /* process 0 runs two goroutines, their calls group-comm
 /* ---- ghosts: what the properties read; no step's guard reads them ---- */
 bit  kept[NJ];          /* Processing, and its holder has stayed live since the start */
 byte attc[NJ];          /* AttemptCount when claimed */
-bit  badI1, badI3a, badI3b, badI4, badIU;
+bit  badI1, badI3a, badI3b, badI4, badIU, badIS;
+bit  pk[NJ];            /* parked since it last left a status by a move (W_flow_unparked) */
 #ifdef BROKEN_SPLIT_MOVE
 bit  limbo[NJ];         /* deleted from JobsHot, not yet inserted into JobsArchive */
 #endif
@@ -208,7 +224,8 @@ hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_ci
 #define PW(k)         ((k) < 2 -> 0 : 1)
 #define ALIVE(w)      (!dead[w] && !frozen[w])
 #define BATCHED(k)    (group && (k) < 2)
-#define LIVE(j, c)    ((c) && inHot[j] && st[j] != PEND)
+#define ACT(j)        (st[j] == FETCH || st[j] == PROC)
+#define LIVE(j, c)    ((c) && inHot[j] && ACT(j))
 #define RUNNING(j, c) ((c) && inHot[j] && st[j] == PROC)
 
 /* Job j holds the key: the row points at it, and it is in a table the key
@@ -227,14 +244,38 @@ hidden byte s_h, s_a, s_d, s_st, s_att, s_snz, s_due, s_cr, s_u, s_hb, s_s, s_ci
                        (ALIVE(1) && (BHOLD(1, j) || GHOLD(2, j))))
 
 /* a queue's Fetched plus Processing jobs */
-#define ACTIVE(q)     ((inHot[0] && st[0] != PEND && qof[0] == (q)) + (inHot[1] && st[1] != PEND && qof[1] == (q)))
+#define ACTIVE(q)     ((inHot[0] && ACT(0) && qof[0] == (q)) + (inHot[1] && ACT(1) && qof[1] == (q)))
 #define DUEPEND(j)    (inHot[j] && st[j] == PEND && due[j])
 #ifdef BROKEN_COUNT_OUTSIDE_LOCK
 #define CAPOK(w, q)   ((q) != 0 || (seen[w] > 0 && seen[w] - 1 < MAXW0))
 #else
 #define CAPOK(w, q)   ((q) != 0 || ACTIVE(0) < MAXW0)
 #endif
-#define CLAIMABLE(w, j) (DUEPEND(j) && CAPOK(w, qof[j]))
+/* Flow control (scenario 10, ADR 0031): under the queue's flow lock a keyed
+ * claim counts the key's Fetched plus Processing jobs (both jobs carry the
+ * key, limit 1); a sequence member is claimable only while no member is
+ * Fetched or Processing and it is the first unfinished member (lowest Id:
+ * hot in any status, or dead-lettered, not cancelled, under hold). */
+#define KACT(j)       (inHot[j] && ACT(j))
+#define NOACT         (!KACT(0) && !KACT(1))
+#define UNF(j)        (inHot[j] || (fhold && inDlq[j] && !dlc[j]))
+#ifdef BROKEN_SEQ_ONLY_IDLE
+#define SEQOK(j)      NOACT
+#else
+#define SEQOK(j)      (NOACT && ((j) == 0 || !UNF(0)))
+#endif
+#define FLOWNOW(j)    (fkind == 0 || (fkind == F_KEY && NOACT) || (fkind == F_SEQ && SEQOK(j)))
+#ifdef BROKEN_KEY_COUNT_OUTSIDE_LOCK
+#define FLOWOK(w, j)  (fkind == F_KEY -> kseen[w] == 1 : FLOWNOW(j))
+#define FLOWBAD(w, j) (fkind == F_KEY -> kseen[w] > 1 : !FLOWNOW(j))
+#define KSEEN0(w)     kseen[w] = 0
+#else
+#define FLOWOK(w, j)  FLOWNOW(j)
+#define FLOWBAD(w, j) (!FLOWNOW(j))
+#define KSEEN0(w)     skip
+#endif
+#define UNPARKABLE(j) (inHot[j] && st[j] == WAIT && FLOWNOW(j))
+#define CLAIMABLE(w, j) (DUEPEND(j) && CAPOK(w, qof[j]) && FLOWOK(w, j))
 #define FREE_TO_CLAIM(w) (fetches && ALIVE(w) && !stopping[w] && fl[w] == 0 && bj[w] == 0 && wt[w] == 0)
 #ifdef BROKEN_ADOPT_BY_WORKER
 #define ADOPTABLE(w, j) (inHot[j] && st[j] == FETCH && wid[j] == (w) + 1)
@@ -285,7 +326,7 @@ inline fenceEnd(j) {
  * no rule reads again), so states that differ only there are one state. */
 inline clearHot(j) {
   st[j] = PEND; due[j] = 0; cr[j] = 0; ageU[j] = 0; ageH[j] = 0; ageS[j] = 0;
-  cid[j] = 0; kept[j] = 0; attc[j] = 0; SETWID(j, 0)
+  cid[j] = 0; kept[j] = 0; attc[j] = 0; pk[j] = 0; SETWID(j, 0)
 }
 /* Every way back to Pending passes here; byHolder says the step is the
  * lease holder's own statement, matched on its lease (1), or rescue phase
@@ -304,7 +345,7 @@ inline toPending(j, byHolder) {
   fi;
   clearHot(j)
 }
-inline toDLQ(j) { inHot[j] = 0; inDlq[j] = 1; clearHot(j); zused[j] = 0 }
+inline toDLQ(j) { dlc[j] = (fkind != 0 && cr[j]); inHot[j] = 0; inDlq[j] = 1; clearHot(j); zused[j] = 0 }
 inline toArchive(j) {
   inHot[j] = 0; zused[j] = 0;
 #ifdef BROKEN_SPLIT_MOVE
@@ -341,12 +382,37 @@ inline newLease(j) {
   :: else -> break
   od
 }
+/* The claim's unpark, under the flow lock: a parked job whose reason is
+ * gone goes back to Pending, for the next claim to judge afresh. */
+inline unparkAll() {
+  if
+  :: UNPARKABLE(0) -> st[0] = PEND; SAY("Claim: unparks job 0\n")
+  :: else -> skip
+  fi;
+  if
+  :: UNPARKABLE(1) -> st[1] = PEND; SAY("Claim: unparks job 1\n")
+  :: else -> skip
+  fi
+}
+/* IS, checked at the claim of a sequence member (ghost) */
+inline flowGhost(j) {
+  if
+  :: fkind == F_SEQ && (KACT(0) || KACT(1) || ((j) == 1 && UNF(0))) -> badIS = 1
+  :: else -> skip
+  fi
+}
 /* qClaim's UPDATE of one row, under the queue's lock */
 inline claimRow(w, j) {
+  flowGhost(j);
 #ifndef BROKEN_NO_LEASE_BUMP
   newLease(j);
 #endif
-  st[j] = FETCH; due[j] = 0; ageU[j] = 0; cid[j] = 0; attc[j] = att[j]; SETWID(j, w + 1)
+  st[j] = FETCH; due[j] = 0; ageU[j] = 0; cid[j] = 0; attc[j] = att[j]; SETWID(j, w + 1);
+  KSEEN0(w);
+  if
+  :: fkind != 0 -> unparkAll()
+  :: else -> skip
+  fi
 #ifdef BROKEN_COUNT_OUTSIDE_LOCK
   ; seen[w] = 0
 #endif
@@ -601,7 +667,7 @@ inline unkeep(w) {
 }
 inline killProc(w) {
   unkeep(w);
-  dead[w] = 1; frozen[w] = 0; bj[w] = 0; bcur[w] = 0; bs[w] = 0; fl[w] = 0;
+  dead[w] = 1; frozen[w] = 0; bj[w] = 0; bcur[w] = 0; bs[w] = 0; fl[w] = 0; KSEEN0(w);
   if
   :: w == 0 -> clearG(0); clearG(1); bstage = 0
   :: else -> clearG(2)
@@ -634,6 +700,28 @@ inline killProc(w) {
        claimRow(w, J); late[w] = 0; \
        SAY("P%d's held-up claim attempt runs now: job %d Fetched, held by nobody\n", w, J) }
 
+/* Flow control (scenario 10): a claim that pops job J where the key or the
+ * sequence does not allow it parks J (Status Waiting) instead, under the
+ * same lock, and unparks what has room; a claim with no candidate still
+ * unparks (a job whose reason went away is not stranded). */
+#ifdef BROKEN_UNPARK_ON_CANDIDATES_ONLY
+#define UNPARK_OPTION
+#else
+#define UNPARK_OPTION \
+  :: d_step { FREE_TO_CLAIM(w) && (UNPARKABLE(0) || UNPARKABLE(1)) -> KSEEN0(w); unparkAll() }
+#endif
+#define PARK_OPTIONS(J) \
+  :: d_step { FREE_TO_CLAIM(w) && fkind != 0 && DUEPEND(J) && FLOWBAD(w, J) -> \
+       KSEEN0(w); unparkAll(); st[J] = WAIT; pk[J] = 1; \
+       SAY("P%d Claim: job %d parked (Waiting)\n", w, J) }
+#ifdef BROKEN_KEY_COUNT_OUTSIDE_LOCK
+#define KCOUNT_OPTION \
+  :: d_step { FREE_TO_CLAIM(w) && fkind == F_KEY && kseen[w] == 0 && (DUEPEND(0) || DUEPEND(1)) -> \
+       kseen[w] = KACT(0) + KACT(1) + 1; SAY("P%d counts the key's active jobs: %d\n", w, kseen[w] - 1) }
+#else
+#define KCOUNT_OPTION
+#endif
+
 #ifdef BROKEN_COUNT_OUTSIDE_LOCK
 #define COUNT_OPTION \
   :: d_step { FREE_TO_CLAIM(w) && seen[w] == 0 && ((DUEPEND(0) && qof[0] == 0) || (DUEPEND(1) && qof[1] == 0)) -> \
@@ -659,6 +747,10 @@ end:
   :: d_step { fetches && late[w] != 0 && fl[w] == 0 -> late[w] = 0;
        SAY("P%d's held-up claim attempt never runs\n", w) }
   COUNT_OPTION
+  PARK_OPTIONS(0)
+  PARK_OPTIONS(1)
+  UNPARK_OPTION
+  KCOUNT_OPTION
   /* An idle poll probes (jobs.Prober, ADR 0027); a probe that sees work is
    * followed by the claim above, so it is the claim's step. One that
    * misses a due job makes the loop wait for its next poll, which asks
@@ -924,14 +1016,14 @@ inline retakeKey(j) {
  * (READPAST) leaves that row pointing at a job that is gone. */
 #define TRIM_OPTIONS(J) \
   :: d_step { trimB > 0 && (inArch[J] || inDlq[J]) -> trimB--; \
-       inArch[J] = 0; inDlq[J] = 0; born[J] = 0; out[J] = 0; att[J] = 0; snz[J] = 0; hasKey[J] = 0; \
+       inArch[J] = 0; inDlq[J] = 0; dlc[J] = 0; born[J] = 0; out[J] = 0; att[J] = 0; snz[J] = 0; hasKey[J] = 0; \
        if \
        :: krow == J + 1 -> krow = 0 \
        :: else -> skip \
        fi; \
        SAY("Trim(job %d): deleted, with its key row\n", J) } \
   :: d_step { trimB > 0 && (inArch[J] || inDlq[J]) && krow == J + 1 -> trimB--; \
-       inArch[J] = 0; inDlq[J] = 0; born[J] = 0; out[J] = 0; att[J] = 0; snz[J] = 0; hasKey[J] = 0; \
+       inArch[J] = 0; inDlq[J] = 0; dlc[J] = 0; born[J] = 0; out[J] = 0; att[J] = 0; snz[J] = 0; hasKey[J] = 0; \
        SAY("Trim(job %d): deleted; its key row, locked, skipped: it points at a gone job\n", J) }
 
 #define JOB_OPTIONS(J) \
@@ -939,10 +1031,10 @@ inline retakeKey(j) {
        cancelB--; \
        if \
        :: st[J] == PROC -> cr[J] = 1; SAY("Cancel(job %d): Processing, marked\n", J) \
-       :: else -> toDLQ(J); SAY("Cancel(job %d): -> JobsDLQ as Cancelled\n", J) \
+       :: else -> cr[J] = 1; toDLQ(J); SAY("Cancel(job %d): -> JobsDLQ as Cancelled\n", J) \
        fi } \
   :: d_step { resB > 0 && inDlq[J] -> \
-       resB--; retakeKey(J); inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; zused[J] = 0; due[J] = 1; \
+       resB--; retakeKey(J); dlc[J] = 0; inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; zused[J] = 0; due[J] = 1; \
        SAY("Resurrect(job %d): JobsDLQ -> Pending, RunLease kept\n", J) }
 
 /* The rescue loops, and what happens to processes and jobs from outside */
@@ -1040,6 +1132,17 @@ init {
        :: kdlq = 0
        fi
 #endif
+#if SCENARIO == 0 || SCENARIO == 10
+    :: qof[0] = 1; qof[1] = 1; resB = 1; cancelB = 1;    /* 10 flow: one key or one sequence, uncapped queue */
+       if
+       :: fkind = F_KEY
+       :: fkind = F_SEQ;
+          if
+          :: fhold = 0
+          :: fhold = 1; trimB = 1     /* retention removes a held dead letter in the end */
+          fi
+       fi
+#endif
     fi;
     SAY("scenario: leave %d freeze %d loss %d stale %d cancel %d resurrect %d MaxAttempts %d MaxSnoozes %d group %d; job 1 in queue %d\n",
            leaveB, freezeB, lossB, staleB, cancelB, resB, maxatt, maxsnz, group, qof[1]);
@@ -1053,7 +1156,7 @@ init {
 }
 
 /* ---- properties ---- */
-#define ONE_HOLDER(j) (!(inHot[j] && st[j] != PEND) || HOLDERS(j) <= 1)
+#define ONE_HOLDER(j) (!(inHot[j] && ACT(j)) || HOLDERS(j) <= 1)
 #define ONE_TABLE(j)  (inHot[j] + inArch[j] + inDlq[j] == born[j])   /* an unborn or trimmed job: none */
 
 /* I1: at most one holder of a job's current lease, and a statement under any other lease changes nothing */
@@ -1113,3 +1216,14 @@ ltl W_unique_dup { [] !(enq[0] == E_DUP || enq[1] == E_DUP) }
 ltl W_unique_retake { [] !(enq[0] == E_MADE && enq[1] == E_MADE && born[0] && born[1]) }
 /* a resurrected job found the key held by the other and goes on without it */
 ltl W_unique_drop { [] !((born[0] && enq[0] == E_MADE && !hasKey[0]) || (born[1] && enq[1] == E_MADE && !hasKey[1])) }
+/* I6K: never two jobs of one concurrency key (limit 1) Fetched or Processing at once */
+ltl I6K { [] !(fkind == F_KEY && KACT(0) && KACT(1)) }
+/* IS: a sequence member is claimed only while no member is Fetched or Processing and no earlier
+ * member is unfinished, so none starts before every earlier one finished (an earlier one
+ * resurrected after the claim waits for it) */
+ltl IS { [] !badIS }
+/* a job that was parked is running, unparked and claimed */
+#define UNPARKED_RUN(k) (gph[k] == G_RUN && gcur[k] && pk[gj[k]])
+ltl W_flow_unparked { [] !(UNPARKED_RUN(0) || UNPARKED_RUN(1) || UNPARKED_RUN(2)) }
+/* an earlier sequence member, resurrected, waits parked while the later one runs */
+ltl W_seq_wait { [] !(fkind == F_SEQ && inHot[0] && st[0] == WAIT && inHot[1] && st[1] == PROC) }

@@ -151,14 +151,14 @@ broken() {
 safety_lane() {
   echo "model: real model, safety (exhaustive search, every scenario)"
   build real "" "-Og -DSAFETY"
-  for p in I1 I2 I3 I4 I6 IU; do
+  for p in I1 I2 I3 I4 I6 IU I6K IS; do
     check "$p" real holds "${SAFE[@]}" -N "$p"
   done
   echo "model: witnesses (each case must be reachable)"
   for w in W_stale_handler W_cap_handlers W_adoption W_orphan_row W_group_commit \
            W_cancel_running W_snooze W_retry W_start_reply_lost W_late_attempt \
            W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost W_zombie_retry \
-           W_unique_dup W_unique_retake W_unique_drop; do
+           W_unique_dup W_unique_retake W_unique_drop W_flow_unparked W_seq_wait; do
     check "$w" real claim "${SAFE[@]}" -N "$w"
   done
   echo "model: broken variants (each must be caught)"
@@ -172,6 +172,8 @@ safety_lane() {
   broken BROKEN_OUTPUT_UNFENCED I1 1
   broken BROKEN_UNIQUE_NO_LOCK IU 9
   broken BROKEN_RESURRECT_KEEPS_KEY IU 9
+  broken BROKEN_KEY_COUNT_OUTSIDE_LOCK I6K 10
+  broken BROKEN_SEQ_ONLY_IDLE IS 10
 }
 
 # broken_live VARIANT PROPERTY SCENARIO: as broken, for a liveness
@@ -194,6 +196,7 @@ liveness_lane() {
   broken BROKEN_RECOVER_WHILE_BEATING I4 8
   broken BROKEN_COUNT_OUTSIDE_LOCK I6 1
   broken_live BROKEN_WAIT_FOR_WAKEUP L1 7
+  broken_live BROKEN_UNPARK_ON_CANDIDATES_ONLY L1 10
 }
 
 if [ "$jobs" -ge 2 ]; then
