@@ -132,6 +132,17 @@ type QueueSetting struct {
 	// in the file) clears the override.
 	ArchiveRetention    *time.Duration
 	DeadLetterRetention *time.Duration
+	// MaxWorkersPerKey caps the running jobs of each concurrency key of the
+	// queue (ADR 0031); 0 clears the cap.
+	MaxWorkersPerKey *int
+	// KeyLimits (keys KeyLimits.<key>) sets named concurrency keys' own
+	// caps; a cap of 0 removes the key's own (it then follows
+	// MaxWorkersPerKey). Keys keep the case written: they compare exactly.
+	// A key left out keeps its stored cap.
+	KeyLimits map[string]int
+	// SequenceOnDeadLetter (continue or hold) says whether a dead-lettered
+	// job holds its sequence.
+	SequenceOnDeadLetter *jobs.SequencePolicy
 }
 
 // Default returns every default of docs/design.md (Configuration defaults).
@@ -307,12 +318,15 @@ func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
 	for _, name := range slices.Sorted(maps.Keys(c.QueueSettings)) {
 		s := c.QueueSettings[name]
 		out[name] = jobs.QueueUpdate{
-			Paused:              clonePtr(s.Paused),
-			MaxWorkers:          clonePtr(s.MaxWorkers),
-			ZombieTimeout:       clonePtr(s.ZombieTimeout),
-			ExecutionTimeout:    clonePtr(s.ExecutionTimeout),
-			ArchiveRetention:    clonePtr(s.ArchiveRetention),
-			DeadLetterRetention: clonePtr(s.DeadLetterRetention),
+			Paused:               clonePtr(s.Paused),
+			MaxWorkers:           clonePtr(s.MaxWorkers),
+			ZombieTimeout:        clonePtr(s.ZombieTimeout),
+			ExecutionTimeout:     clonePtr(s.ExecutionTimeout),
+			ArchiveRetention:     clonePtr(s.ArchiveRetention),
+			DeadLetterRetention:  clonePtr(s.DeadLetterRetention),
+			MaxWorkersPerKey:     clonePtr(s.MaxWorkersPerKey),
+			KeyLimits:            maps.Clone(s.KeyLimits),
+			SequenceOnDeadLetter: clonePtr(s.SequenceOnDeadLetter),
 		}
 	}
 	return out

@@ -180,6 +180,14 @@ var yamlCases = []struct {
 	{"QueueSettings.Mail.DeadLetterRetention", "default", func(c *Config) {
 		c.QueueSettings["Mail"] = QueueSetting{DeadLetterRetention: ptr(time.Duration(0))}
 	}},
+	{"QueueSettings.Mail.MaxWorkersPerKey", "3", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{MaxWorkersPerKey: ptr(3)} }},
+	// A concurrency key keeps its case: keys compare exactly.
+	{"QueueSettings.Mail.KeyLimits.Tenant-A", "5", func(c *Config) {
+		c.QueueSettings["Mail"] = QueueSetting{KeyLimits: map[string]int{"Tenant-A": 5}}
+	}},
+	{"QueueSettings.Mail.SequenceOnDeadLetter", "Hold", func(c *Config) {
+		c.QueueSettings["Mail"] = QueueSetting{SequenceOnDeadLetter: ptr(jobs.SequenceHold)}
+	}},
 	{"FetchedJobTimeoutSeconds", "300", func(c *Config) { c.Recovery.FetchedJobTimeout = 5 * time.Minute }},
 	{"ZombieTimeoutSeconds", "1200", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 20 * time.Minute }},
 	{"MaxRetries", "5", func(c *Config) { c.Retry.MaxAttempts = 5 }},
@@ -205,9 +213,29 @@ func TestEachKeyFromYAML(t *testing.T) {
 		}
 	}
 	for _, k := range queueKeys {
-		if !covered["QueueSettings.Mail."+k.name] {
+		name := "QueueSettings.Mail." + k.name
+		if k.section {
+			name += ".Tenant-A"
+		}
+		if !covered[name] {
 			t.Errorf("no case sets QueueSettings.*.%s", k.name)
 		}
+	}
+}
+
+// KeyLimits merge key by key across sources, and a concurrency key keeps
+// the case each source writes: Big and big are two keys.
+func TestKeyLimitsMergeKeyByKeyAndKeepTheirCase(t *testing.T) {
+	c := mustLoad(t, source{
+		yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      KeyLimits:\n        Big: 5\n        tenant.a: 2\n",
+		env:  []string{"CHOKAQ__QUEUESETTINGS__mail__KEYLIMITS__big=3", "CHOKAQ__QUEUESETTINGS__mail__KEYLIMITS__tenant.a=4"},
+	})
+	want := map[string]int{"Big": 5, "big": 3, "tenant.a": 4}
+	if got := c.QueueSettings["mail"].KeyLimits; !reflect.DeepEqual(got, want) {
+		t.Errorf("KeyLimits = %v, want %v", got, want)
+	}
+	if got := c.QueueUpdates()["mail"].KeyLimits; !reflect.DeepEqual(got, want) {
+		t.Errorf("QueueUpdates KeyLimits = %v, want %v", got, want)
 	}
 }
 
@@ -259,8 +287,9 @@ func custom() *Config {
 	c.Retry = Retry{MaxAttempts: 9, BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: 0}
 	c.Recovery = Recovery{ScanInterval: 10 * time.Second, FetchedJobTimeout: 3 * time.Minute, ProcessingZombieTimeout: 4 * time.Minute}
 	c.QueueSettings = map[string]QueueSetting{
-		"Mail":    {Paused: ptr(false), MaxWorkers: ptr(2)},
-		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second)},
+		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2)},
+		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second),
+			MaxWorkersPerKey: ptr(2), KeyLimits: map[string]int{"Big": 5, "small": 1}, SequenceOnDeadLetter: ptr(jobs.SequenceHold)},
 	}
 	return c
 }
@@ -302,8 +331,9 @@ func TestQueueUpdates(t *testing.T) {
 	c := custom()
 	got := c.QueueUpdates()
 	want := map[string]jobs.QueueUpdate{
-		"Mail":    {Paused: ptr(false), MaxWorkers: ptr(2)},
-		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second)},
+		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2)},
+		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second),
+			MaxWorkersPerKey: ptr(2), KeyLimits: map[string]int{"Big": 5, "small": 1}, SequenceOnDeadLetter: ptr(jobs.SequenceHold)},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("QueueUpdates() = %+v, want %+v", got, want)
@@ -316,6 +346,10 @@ func TestQueueUpdates(t *testing.T) {
 	*got["Mail"].MaxWorkers = 99
 	if *c.QueueSettings["Mail"].MaxWorkers != 2 {
 		t.Error("QueueUpdates shares pointers with the Config")
+	}
+	got["reports"].KeyLimits["Big"] = 99
+	if c.QueueSettings["reports"].KeyLimits["Big"] != 5 {
+		t.Error("QueueUpdates shares KeyLimits with the Config")
 	}
 	if n := len(Default().QueueUpdates()); n != 0 {
 		t.Errorf("Default().QueueUpdates() has %d entries", n)
@@ -330,7 +364,8 @@ func TestStringRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.String()
-	for _, want := range []string{"# environment: Production; storage: memory", "ChokaQ:", "  Execution:", "    PollInterval: 2s", "    DefaultTimeout: 1h\n", "    Concurrency: 4", "  QueueSettings:", "    Mail:"} {
+	for _, want := range []string{"# environment: Production; storage: memory", "ChokaQ:", "  Execution:", "    PollInterval: 2s", "    DefaultTimeout: 1h\n", "    Concurrency: 4", "  QueueSettings:", "    Mail:",
+		"      MaxWorkersPerKey: 2", "      KeyLimits:\n        Big: 5\n        small: 1", "      SequenceOnDeadLetter: hold"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("String() lacks %q:\n%s", want, s)
 		}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/processor"
 	"github.com/chokaq/chokaq-go/schedule"
 )
@@ -35,6 +36,8 @@ const (
 	// kindQueueRetention is a kindRetention, or "default" for the global
 	// retention (a stored override cleared).
 	kindQueueRetention
+	// kindSequencePolicy is continue or hold (jobs.ParseSequencePolicy).
+	kindSequencePolicy
 	// kindJSON is JSON: a YAML mapping, list or scalar (encoded), or a
 	// string holding JSON.
 	kindJSON
@@ -101,6 +104,9 @@ type queueKeyDef struct {
 	name string
 	kind kind
 	set  func(s *QueueSetting, v any)
+	// section marks a key that holds keys of its own (KeyLimits), each
+	// named by the user; set is nil.
+	section bool
 }
 
 // queueKeys is every per-queue key. It is read-only.
@@ -111,6 +117,23 @@ var queueKeys = []queueKeyDef{
 	{name: "ExecutionTimeoutSeconds", kind: kindWholeSeconds, set: func(s *QueueSetting, v any) { s.ExecutionTimeout = seconds(v.(int)) }},
 	{name: "ArchiveRetention", kind: kindQueueRetention, set: func(s *QueueSetting, v any) { d := v.(time.Duration); s.ArchiveRetention = &d }},
 	{name: "DeadLetterRetention", kind: kindQueueRetention, set: func(s *QueueSetting, v any) { d := v.(time.Duration); s.DeadLetterRetention = &d }},
+	{name: "MaxWorkersPerKey", kind: kindInt, set: func(s *QueueSetting, v any) { n := v.(int); s.MaxWorkersPerKey = &n }},
+	// KeyLimits is a section: each key under it is a concurrency key
+	// (target.flowKey), its value that key's cap.
+	{name: keyLimitsKey, kind: kindInt, section: true},
+	{name: "SequenceOnDeadLetter", kind: kindSequencePolicy, set: func(s *QueueSetting, v any) { p := v.(jobs.SequencePolicy); s.SequenceOnDeadLetter = &p }},
+}
+
+// keyLimitsKey is the per-queue section of concurrency keys' own caps:
+// QueueSettings.<queue>.KeyLimits.<key>.
+const keyLimitsKey = "KeyLimits"
+
+// setKeyLimit sets one concurrency key's cap.
+func setKeyLimit(s *QueueSetting, key string, n int) {
+	if s.KeyLimits == nil {
+		s.KeyLimits = map[string]int{}
+	}
+	s.KeyLimits[key] = n
 }
 
 // scheduleSection holds the schedules: Schedules.<name>.<key>.
@@ -218,6 +241,7 @@ type target struct {
 	key      *keyDef
 	qkey     *queueKeyDef
 	queue    string // as written; queue settings only
+	flowKey  string // as written; a KeyLimits entry only
 	skey     *scheduleKeyDef
 	schedule string // as written; schedule keys only
 	kkey     *kindKeyDef
@@ -237,10 +261,19 @@ func match(path []string, joinQueue string) (target, string) {
 		case 1:
 			return target{}, "must be a section of queues, each a section of settings (e.g. ChokaQ.QueueSettings.default.MaxWorkers)"
 		case 2:
-			return target{}, "must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds)"
+			return target{}, "must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds, " +
+				"ArchiveRetention, DeadLetterRetention, MaxWorkersPerKey, KeyLimits, SequenceOnDeadLetter)"
 		}
 		last := path[len(path)-1]
+		// QueueSettings.<queue>.KeyLimits.<key>: the concurrency key is the
+		// last segment, as written, and the queue what lies between.
+		if len(path) >= 4 && strings.EqualFold(path[len(path)-2], keyLimitsKey) {
+			return target{qkey: findQueueKey(keyLimitsKey), queue: strings.Join(path[1:len(path)-2], joinQueue), flowKey: last}, ""
+		}
 		if q := findQueueKey(last); q != nil {
+			if q.section {
+				return target{}, "must be a section of concurrency keys, each with its cap (e.g. ChokaQ.QueueSettings.mail.KeyLimits.tenant-a: 2)"
+			}
 			return target{qkey: q, queue: strings.Join(path[1:len(path)-1], joinQueue)}, ""
 		}
 		return target{}, unknownRule(path)

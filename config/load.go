@@ -503,13 +503,19 @@ func (l *loader) add(layer []setting, unique bool) error {
 			e.queue = spelling(l.queues, t.queue, s.fromEnv)
 			name, k = queueSection+"."+e.queue+"."+t.qkey.name, t.qkey.kind
 		}
+		id := strings.ToLower(name)
+		if t.qkey != nil && t.qkey.section {
+			// A concurrency key compares exactly, so it keeps its case in
+			// the entry's id too: Tenant and tenant are two keys.
+			name += "." + t.flowKey
+			id += "." + t.flowKey
+		}
 		e.origin = origin{key: root + "." + name, value: formatRaw(s.raw), source: s.source}
 		v, rule := parse(k, s.raw)
 		if rule != "" {
 			return newError(e.origin.key, e.origin.value, s.source, rule)
 		}
 		e.value = v
-		id := strings.ToLower(name)
 		if prev, dup := seen[id]; dup && unique {
 			return s.fail("is set twice (also as " + prev + ")")
 		}
@@ -548,6 +554,9 @@ func outsideRule(path []string) string {
 				name = kindSection + "." + t.jobKind + "." + t.kkey.name
 			default:
 				name = queueSection + "." + t.queue + "." + t.qkey.name
+				if t.qkey.section {
+					name += "." + t.flowKey
+				}
 			}
 			return "unknown key (did you mean " + root + "." + name + "?)"
 		}
@@ -589,6 +598,11 @@ func (l *loader) config(environment string) (*Config, error) {
 			e.kkey.set(&kp, e.value)
 			c.Kinds[e.jobKind] = kp
 			noteSection(kindSection+"."+e.jobKind, e.jobKind, e.kkey.name, e.origin)
+		case e.qkey != nil && e.qkey.section:
+			qs := c.QueueSettings[e.queue]
+			setKeyLimit(&qs, e.flowKey, e.value.(int))
+			c.QueueSettings[e.queue] = qs
+			noteSection(queueSection+"."+e.queue, e.queue, e.qkey.name+"."+e.flowKey, e.origin)
 		case e.qkey != nil:
 			qs := c.QueueSettings[e.queue]
 			e.qkey.set(&qs, e.value)

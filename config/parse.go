@@ -28,6 +28,7 @@ const (
 	ruleSeconds      = "must be a number of seconds or a duration such as 90s or 00:01:30"
 	ruleWholeSeconds = "must be whole seconds, such as 90, 90s or 00:01:30"
 	ruleQueues       = "must be a list of queue names or a comma-separated string"
+	ruleSequence     = "must be continue or hold"
 )
 
 // parse reads a raw value as kind k. Values from YAML arrive as string,
@@ -138,6 +139,15 @@ func parse(k kind, raw any) (any, string) {
 			return jobs.KeepForever, ""
 		}
 		return d, ""
+	case kindSequencePolicy:
+		// An empty value is not set (as for any key), so "" never reaches
+		// ParseSequencePolicy's default.
+		if s, ok := raw.(string); ok && strings.TrimSpace(s) != "" {
+			if p, err := jobs.ParseSequencePolicy(strings.TrimSpace(s)); err == nil {
+				return p, ""
+			}
+		}
+		return nil, ruleSequence
 	case kindJSON:
 		switch v := raw.(type) {
 		case jsonValue:

@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/retention"
 	"github.com/chokaq/chokaq-go/schedule"
 )
@@ -104,12 +105,15 @@ type showRecovery struct {
 }
 
 type showQueue struct {
-	Paused                  *bool   `yaml:"Paused,omitempty" json:"Paused,omitempty"`
-	MaxWorkers              *int    `yaml:"MaxWorkers,omitempty" json:"MaxWorkers,omitempty"`
-	ZombieTimeoutSeconds    *int    `yaml:"ZombieTimeoutSeconds,omitempty" json:"ZombieTimeoutSeconds,omitempty"`
-	ExecutionTimeoutSeconds *int    `yaml:"ExecutionTimeoutSeconds,omitempty" json:"ExecutionTimeoutSeconds,omitempty"`
-	ArchiveRetention        *string `yaml:"ArchiveRetention,omitempty" json:"ArchiveRetention,omitempty"`
-	DeadLetterRetention     *string `yaml:"DeadLetterRetention,omitempty" json:"DeadLetterRetention,omitempty"`
+	Paused                  *bool          `yaml:"Paused,omitempty" json:"Paused,omitempty"`
+	MaxWorkers              *int           `yaml:"MaxWorkers,omitempty" json:"MaxWorkers,omitempty"`
+	ZombieTimeoutSeconds    *int           `yaml:"ZombieTimeoutSeconds,omitempty" json:"ZombieTimeoutSeconds,omitempty"`
+	ExecutionTimeoutSeconds *int           `yaml:"ExecutionTimeoutSeconds,omitempty" json:"ExecutionTimeoutSeconds,omitempty"`
+	ArchiveRetention        *string        `yaml:"ArchiveRetention,omitempty" json:"ArchiveRetention,omitempty"`
+	DeadLetterRetention     *string        `yaml:"DeadLetterRetention,omitempty" json:"DeadLetterRetention,omitempty"`
+	MaxWorkersPerKey        *int           `yaml:"MaxWorkersPerKey,omitempty" json:"MaxWorkersPerKey,omitempty"`
+	KeyLimits               map[string]int `yaml:"KeyLimits,omitempty" json:"KeyLimits,omitempty"`
+	SequenceOnDeadLetter    *string        `yaml:"SequenceOnDeadLetter,omitempty" json:"SequenceOnDeadLetter,omitempty"`
 }
 
 // String renders the configuration as appsettings.yaml would hold it, with
@@ -189,7 +193,8 @@ func (c *Config) shown() showFile {
 		for name, s := range c.QueueSettings {
 			f.ChokaQ.QueueSettings[name] = showQueue{Paused: s.Paused, MaxWorkers: s.MaxWorkers,
 				ZombieTimeoutSeconds: wholeSeconds(s.ZombieTimeout), ExecutionTimeoutSeconds: wholeSeconds(s.ExecutionTimeout),
-				ArchiveRetention: queueRetentionText(s.ArchiveRetention), DeadLetterRetention: queueRetentionText(s.DeadLetterRetention)}
+				ArchiveRetention: queueRetentionText(s.ArchiveRetention), DeadLetterRetention: queueRetentionText(s.DeadLetterRetention),
+				MaxWorkersPerKey: s.MaxWorkersPerKey, KeyLimits: s.KeyLimits, SequenceOnDeadLetter: policyText(s.SequenceOnDeadLetter)}
 		}
 	}
 	if len(c.Schedules) > 0 {
@@ -223,6 +228,15 @@ func queueRetentionText(d *time.Duration) *string {
 		return nil
 	}
 	t := retention.Text(*d)
+	return &t
+}
+
+// policyText shows a sequence policy as the file writes it.
+func policyText(p *jobs.SequencePolicy) *string {
+	if p == nil {
+		return nil
+	}
+	t := p.String()
 	return &t
 }
 

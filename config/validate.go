@@ -342,7 +342,34 @@ func (c *Config) validateQueue(v checker, name string) error {
 			return v.fail(id+"."+r.key, *r.d, "must be 0 (keep forever), default (Retention's), or whole seconds between 1s and "+shortDuration(jobs.MaxRetention))
 		}
 	}
-	return nil
+	return validateFlow(v, id, s)
+}
+
+// validateFlow checks a queue's flow-control keys by the store's own rules
+// (jobs.QueueUpdate.Validate), reported under the appsettings key.
+func validateFlow(v checker, id string, s QueueSetting) error {
+	err := (jobs.QueueUpdate{MaxWorkersPerKey: s.MaxWorkersPerKey, KeyLimits: s.KeyLimits, SequenceOnDeadLetter: s.SequenceOnDeadLetter}).Validate()
+	ve, ok := errors.AsType[*jobs.ValidationError](err)
+	switch {
+	case err == nil:
+		return nil
+	case !ok:
+		return err
+	case ve.Field == "max_workers_per_key":
+		return v.fail(id+".MaxWorkersPerKey", ve.Value, ve.Rule)
+	case strings.HasPrefix(ve.Field, "key_limits."):
+		k := strings.TrimPrefix(ve.Field, "key_limits.")
+		return v.fail(id+"."+keyLimitsKey+"."+k, ve.Value, ve.Rule)
+	case ve.Field == "key_limits":
+		if k, isKey := ve.Value.(string); isKey {
+			// The key itself is wrong (empty, too long): name the entry.
+			return v.fail(id+"."+keyLimitsKey+"."+k, s.KeyLimits[k], "concurrency key "+strconv.Quote(k)+": "+ve.Rule)
+		}
+		return v.fail(id+"."+keyLimitsKey, ve.Value, ve.Rule)
+	case ve.Field == "sequence_on_dead_letter":
+		return v.fail(id+".SequenceOnDeadLetter", ve.Value, ve.Rule)
+	}
+	return err
 }
 
 // checkWorkerID applies the store's rules for a worker ID early, so a bad

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
 )
 
 func TestValidationRules(t *testing.T) {
@@ -47,6 +49,22 @@ func TestValidationRules(t *testing.T) {
 			"ChokaQ.Execution.Concurrency = 2147483647 (override): must be between 1 and 10000"},
 		{"Heartbeats of a nanosecond", map[string]string{"Execution.HeartbeatIntervalMin": "1ns", "Execution.HeartbeatIntervalMax": "1ns"},
 			"ChokaQ.Execution.HeartbeatIntervalMin = 1ns (override): must be between 100ms and 1h0m0s"},
+		{"MaxWorkersPerKey negative", map[string]string{"QueueSettings.mail.MaxWorkersPerKey": "-1"},
+			"ChokaQ.QueueSettings.mail.MaxWorkersPerKey = -1 (override): must be between 0 (unlimited) and 100000"},
+		{"MaxWorkersPerKey too large", map[string]string{"QueueSettings.mail.MaxWorkersPerKey": "100001"},
+			"ChokaQ.QueueSettings.mail.MaxWorkersPerKey = 100001 (override): must be between 0 (unlimited) and 100000"},
+		{"MaxWorkersPerKey not a number", map[string]string{"QueueSettings.mail.MaxWorkersPerKey": "two"},
+			"ChokaQ.QueueSettings.mail.MaxWorkersPerKey = two (override): must be a whole number"},
+		{"KeyLimits negative", map[string]string{"QueueSettings.mail.KeyLimits.tenant-A": "-2"},
+			"ChokaQ.QueueSettings.mail.KeyLimits.tenant-A = -2 (override): must be between 0 (remove the key's own limit) and 100000"},
+		{"KeyLimits too large", map[string]string{"QueueSettings.mail.KeyLimits.tenant-A": "100001"},
+			"ChokaQ.QueueSettings.mail.KeyLimits.tenant-A = 100001 (override): must be between 0 (remove the key's own limit) and 100000"},
+		{"KeyLimits empty key name", map[string]string{"QueueSettings.mail.KeyLimits.": "2"},
+			`ChokaQ.QueueSettings.mail.KeyLimits. = 2 (override): concurrency key "": a key must not be empty`},
+		{"KeyLimits key too long", map[string]string{"QueueSettings.mail.KeyLimits." + strings.Repeat("k", 201): "2"},
+			"ChokaQ.QueueSettings.mail.KeyLimits." + strings.Repeat("k", 201) + ` = 2 (override): concurrency key "` + strings.Repeat("k", 201) + `": must be at most 200 characters`},
+		{"SequenceOnDeadLetter unknown", map[string]string{"QueueSettings.mail.SequenceOnDeadLetter": "pause"},
+			"ChokaQ.QueueSettings.mail.SequenceOnDeadLetter = pause (override): must be continue or hold"},
 		{"PrefetchSize", map[string]string{"Execution.PrefetchSize": "-1"},
 			"ChokaQ.Execution.PrefetchSize = -1 (override): must be between 1 and 10000"},
 		{"BatchSize low", map[string]string{"Execution.BatchSize": "0"},
@@ -185,6 +203,13 @@ func TestValidateInCode(t *testing.T) {
 			"config: ChokaQ.Execution.HeartbeatIntervalMin = 20s: must be <= Execution.HeartbeatIntervalMax (12s)"},
 		{"queue", func(c *Config) { c.QueueSettings["mail"] = QueueSetting{MaxWorkers: ptr(-1)} },
 			"config: ChokaQ.QueueSettings.mail.MaxWorkers = -1: must be between 0 (unlimited) and 100000"},
+		{"key limit", func(c *Config) { c.QueueSettings["mail"] = QueueSetting{KeyLimits: map[string]int{"big": -1}} },
+			"config: ChokaQ.QueueSettings.mail.KeyLimits.big = -1: must be between 0 (remove the key's own limit) and 100000"},
+		{"sequence policy", func(c *Config) {
+			p := jobs.SequencePolicy(7)
+			c.QueueSettings["mail"] = QueueSetting{SequenceOnDeadLetter: &p}
+		},
+			"config: ChokaQ.QueueSettings.mail.SequenceOnDeadLetter = SequencePolicy(7): must be continue or hold"},
 		{"Storage case-insensitive", func(c *Config) { c.Storage = "Memory" }, ""},
 		{"no Queues", func(c *Config) { c.Queues = nil }, "config: ChokaQ.Queues: must name at least one queue"},
 		{"NaN multiplier", func(c *Config) { c.Retry.BackoffMultiplier = nan() }, "config: ChokaQ.Retry.BackoffMultiplier = NaN: must be between 1 and 1000"},
@@ -248,7 +273,10 @@ func TestUnknownKeys(t *testing.T) {
 		{"file, value for QueueSettings", source{yaml: "ChokaQ:\n  QueueSettings: mail\n"},
 			"ChokaQ.QueueSettings = mail (@): must be a section of queues, each a section of settings (e.g. ChokaQ.QueueSettings.default.MaxWorkers)"},
 		{"file, value for a queue", source{yaml: "ChokaQ:\n  QueueSettings:\n    mail: 5\n"},
-			"ChokaQ.QueueSettings.mail = 5 (@): must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds)"},
+			"ChokaQ.QueueSettings.mail = 5 (@): must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds, " +
+				"ArchiveRetention, DeadLetterRetention, MaxWorkersPerKey, KeyLimits, SequenceOnDeadLetter)"},
+		{"file, value for KeyLimits", source{yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      KeyLimits: 5\n"},
+			"ChokaQ.QueueSettings.mail.KeyLimits = 5 (@): must be a section of concurrency keys, each with its cap (e.g. ChokaQ.QueueSettings.mail.KeyLimits.tenant-a: 2)"},
 		{"file, keys differing only in case", source{yaml: "ChokaQ:\n  Schema: a\n  schema: b\n"},
 			"ChokaQ.schema (@): is set twice, at lines 2 and 3 (keys are case-insensitive)"},
 		{"file, queues differing only in case", source{yaml: "ChokaQ:\n  QueueSettings:\n    Mail:\n      Paused: true\n    mail:\n      Paused: false\n"},

@@ -43,5 +43,10 @@ func (m *Metrics) observe(_ context.Context, o metric.Observer) error {
 			o.ObserveInt64(m.depthGauge, pt.n, metric.WithAttributeSet(pt.attrs))
 		}
 	}
+	if s := m.waiting.Load(); s != nil {
+		for _, pt := range s.points {
+			o.ObserveInt64(m.waitingGauge, pt.n, metric.WithAttributeSet(pt.attrs))
+		}
+	}
 	return nil
 }

@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -97,5 +98,63 @@ func TestDepthSampleCountsEachStatus(t *testing.T) {
 	wantValues(t, "depth", collect(t, reader).gauge(t, "chokaq.queue.depth"), map[string]int64{
 		"queue=a,status=pending": 3, "queue=a,status=fetched": 2, "queue=a,status=processing": 1,
 		"queue=b,status=pending": 0, "queue=b,status=fetched": 0, "queue=b,status=processing": 1,
+	})
+}
+
+// TestWaitingSampleCountsKeyAndSequenceApart: two jobs held back by their
+// concurrency key and one by its sequence are reported under their own
+// reason, never under the key's name, and every sampled queue is reported,
+// zeros included; a skipped sweep clears the sample.
+func TestWaitingSampleCountsKeyAndSequenceApart(t *testing.T) {
+	ctx := context.Background()
+	m, reader := newTestMetrics(t, telemetry.Options{})
+	s := memstore.New()
+	one := 1
+	if _, err := s.UpdateQueue(ctx, "a", jobs.QueueUpdate{MaxWorkersPerKey: &one}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []jobs.EnqueueParams{
+		{Queue: "a", Type: "t", ConcurrencyKey: "tenant-7"}, {Queue: "a", Type: "t", ConcurrencyKey: "tenant-7"},
+		{Queue: "a", Type: "t", ConcurrencyKey: "tenant-7"},
+		{Queue: "a", Type: "t", SequenceKey: "order-9"}, {Queue: "a", Type: "t", SequenceKey: "order-9"},
+	} {
+		if _, err := s.Enqueue(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"a"}, Limit: 10}); err != nil || len(got) != 2 {
+		t.Fatalf("claim: %v %v", got, err)
+	}
+	sample := m.SampleDepthsAfterSweep(s, []string{"a", "b"})
+	sample(zombie.Result{}, nil)
+	wantValues(t, "waiting", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{
+		"queue=a,reason=key": 2, "queue=a,reason=sequence": 1,
+		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0,
+	})
+	sample(zombie.Result{Skipped: true}, nil)
+	wantValues(t, "waiting after a skipped sweep", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{})
+}
+
+// statsFail is a store whose QueueStats fails.
+type statsFail struct{ *memstore.Store }
+
+func (statsFail) QueueStats(context.Context) ([]jobs.QueueStats, error) {
+	return nil, errors.New("stats unavailable")
+}
+
+// TestAFailedStatsReadClearsOnlyTheWaitingSample: an old waiting count
+// would look current, so it is dropped; the depth, read apart, stays.
+func TestAFailedStatsReadClearsOnlyTheWaitingSample(t *testing.T) {
+	m, reader := newTestMetrics(t, telemetry.Options{})
+	s := memstore.New()
+	m.SampleDepthsAfterSweep(s, []string{"a"})(zombie.Result{}, nil)
+	if got := collect(t, reader).gauge(t, "chokaq.jobs.waiting"); len(got) != 2 {
+		t.Fatalf("waiting before = %v, want two zero series", got)
+	}
+	m.SampleDepthsAfterSweep(statsFail{s}, []string{"a"})(zombie.Result{}, nil)
+	got := collect(t, reader)
+	wantValues(t, "waiting after a failed read", got.gauge(t, "chokaq.jobs.waiting"), map[string]int64{})
+	wantValues(t, "depth", got.gauge(t, "chokaq.queue.depth"), map[string]int64{
+		"queue=a,status=pending": 0, "queue=a,status=fetched": 0, "queue=a,status=processing": 0,
 	})
 }

@@ -73,7 +73,7 @@ type Metrics struct {
 	zombiesRecovered                                                   metric.Int64Counter
 	retentionDeleted, scheduleFired                                    metric.Int64Counter
 	duration, queueLag, detectionLatency                               metric.Float64Histogram
-	bufferedGauge, runningGauge, depthGauge                            metric.Int64ObservableGauge
+	bufferedGauge, runningGauge, depthGauge, waitingGauge              metric.Int64ObservableGauge
 	registration                                                       metric.Registration
 
 	// running remembers the labels of every started job until it finishes,
@@ -84,7 +84,8 @@ type Metrics struct {
 	procMu sync.Mutex
 	procs  []*processor.Processor
 
-	depths atomic.Pointer[depthSample]
+	depths  atomic.Pointer[depthSample]
+	waiting atomic.Pointer[depthSample]
 }
 
 // Buckets for the histograms, in seconds. Handler durations and queue lags
@@ -150,10 +151,11 @@ func New(opts Options) (*Metrics, error) {
 	m.bufferedGauge = b.gauge("chokaq.processor.buffered", "Jobs in this process's prefetch buffers (Fetched, not started).")
 	m.runningGauge = b.gauge("chokaq.processor.running", "Handlers running in this process.")
 	m.depthGauge = b.gauge("chokaq.queue.depth", "Hot jobs per queue and status at the last rescue sweep, each count capped.")
+	m.waitingGauge = b.gauge("chokaq.jobs.waiting", "Due Pending jobs flow control holds back at the last rescue sweep, per queue and reason: key (their concurrency key at its limit) or sequence (an earlier job of their sequence unfinished).")
 	if b.err != nil {
 		return nil, fmt.Errorf("telemetry: %w", b.err)
 	}
-	reg, err := meter.RegisterCallback(m.observe, m.bufferedGauge, m.runningGauge, m.depthGauge)
+	reg, err := meter.RegisterCallback(m.observe, m.bufferedGauge, m.runningGauge, m.depthGauge, m.waitingGauge)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: register gauge callback: %w", err)
 	}

@@ -73,14 +73,17 @@ func (m *Metrics) OnSweep(res zombie.Result, err error) {
 // scan interval, whatever the backlog. A skipped sweep (another process
 // leads the rescue) clears the sample, so only the leader reports depth and
 // a fleet-wide max() is the queue's depth; a failed query clears it too,
-// since an old number would look current.
+// since an old number would look current. The same hook samples
+// chokaq.jobs.waiting (sampleWaiting), under the same rules.
 func (m *Metrics) SampleDepthsAfterSweep(store jobs.Admin, queues []string) func(zombie.Result, error) {
 	queues = uniqueQueues(queues)
 	return func(res zombie.Result, _ error) {
 		if res.Skipped || len(queues) == 0 {
 			m.depths.Store(nil)
+			m.waiting.Store(nil)
 			return
 		}
+		m.sampleWaiting(store, queues)
 		ctx, cancel := context.WithTimeout(context.Background(), depthSampleTimeout)
 		defer cancel()
 		ds, err := store.QueueDepths(ctx, queues, m.depthCap)
@@ -91,6 +94,35 @@ func (m *Metrics) SampleDepthsAfterSweep(store jobs.Admin, queues []string) func
 		}
 		m.depths.Store(m.newDepthSample(queues, ds))
 	}
+}
+
+// sampleWaiting samples chokaq.jobs.waiting from store.QueueStats, which
+// counts the jobs flow control holds back (ADR 0031). QueueStats is not
+// capped as QueueDepths is; read once per scan interval, by the leader
+// only, it costs less than the dashboard, which reads it on every view.
+// The reason is key or sequence, never the key itself: keys are as many
+// as tenants or orders, and would be unbounded labels.
+func (m *Metrics) sampleWaiting(store jobs.Admin, queues []string) {
+	// Its own timeout: a slow QueueStats must not cut the depth query short.
+	ctx, cancel := context.WithTimeout(context.Background(), depthSampleTimeout)
+	defer cancel()
+	st, err := store.QueueStats(ctx)
+	if err != nil {
+		m.waiting.Store(nil)
+		m.log.Warn("queue stats sample failed; chokaq.jobs.waiting is not reported until the next sweep", zap.Error(err))
+		return
+	}
+	byQueue := make(map[string]jobs.QueueStats, len(st))
+	for _, q := range st {
+		byQueue[q.Queue] = q
+	}
+	var b sampleBuilder
+	for _, q := range queues {
+		label := m.queues.value(q)
+		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "key")), byQueue[q].WaitingOnKey)
+		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "sequence")), byQueue[q].WaitingOnSequence)
+	}
+	m.waiting.Store(&b.s)
 }
 
 // InstrumentRescue returns cfg with OnRescue, OnSweep and depth sampling of
@@ -116,7 +148,8 @@ func (m *Metrics) InstrumentRescue(cfg zombie.Config, store jobs.Admin, queues [
 	return cfg
 }
 
-// depthSample is one QueueDepths reading, as gauge points.
+// depthSample is one reading of QueueDepths (chokaq.queue.depth) or of
+// QueueStats (chokaq.jobs.waiting), as gauge points.
 type depthSample struct {
 	points []depthPoint
 }
@@ -133,10 +166,7 @@ func (m *Metrics) newDepthSample(queues []string, ds []jobs.QueueDepth) *depthSa
 	for _, d := range ds {
 		byQueue[d.Queue] = d
 	}
-	s := &depthSample{}
-	// Queues beyond the label cap all become Other: add them up rather
-	// than report one series twice.
-	index := map[attribute.Distinct]int{}
+	var b sampleBuilder
 	for _, q := range queues {
 		d := byQueue[q]
 		label := m.queues.value(q)
@@ -144,16 +174,30 @@ func (m *Metrics) newDepthSample(queues []string, ds []jobs.QueueDepth) *depthSa
 			status string
 			n      int64
 		}{{"pending", d.Pending}, {"fetched", d.Fetched}, {"processing", d.Processing}} {
-			attrs := attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyStatus, st.status))
-			if i, ok := index[attrs.Equivalent()]; ok {
-				s.points[i].n += st.n
-				continue
-			}
-			index[attrs.Equivalent()] = len(s.points)
-			s.points = append(s.points, depthPoint{attrs: attrs, n: st.n})
+			b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyStatus, st.status)), st.n)
 		}
 	}
-	return s
+	return &b.s
+}
+
+// sampleBuilder collects a sample's points. Queues beyond the label cap
+// all become Other: their counts are added up rather than one series
+// reported twice.
+type sampleBuilder struct {
+	s     depthSample
+	index map[attribute.Distinct]int
+}
+
+func (b *sampleBuilder) add(attrs attribute.Set, n int64) {
+	if b.index == nil {
+		b.index = map[attribute.Distinct]int{}
+	}
+	if i, ok := b.index[attrs.Equivalent()]; ok {
+		b.s.points[i].n += n
+		return
+	}
+	b.index[attrs.Equivalent()] = len(b.s.points)
+	b.s.points = append(b.s.points, depthPoint{attrs: attrs, n: n})
 }
 
 func uniqueQueues(queues []string) []string {

@@ -634,3 +634,24 @@ func TestAMistypedSubcommandExits2AtEveryLevel(t *testing.T) {
 	}
 	walk((&app{}).rootCommand())
 }
+
+// config show prints a queue's flow-control keys as the file writes them,
+// and a bad one is refused naming the key and the value (exit 2).
+func TestConfigShowsFlowControlKeys(t *testing.T) {
+	dir := t.TempDir()
+	yaml := "ChokaQ:\n  QueueSettings:\n    mail:\n      MaxWorkersPerKey: 2\n      KeyLimits:\n        Tenant-A: 5\n      SequenceOnDeadLetter: hold\n"
+	if err := os.WriteFile(filepath.Join(dir, "appsettings.yaml"), []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runBinary(t, dir, "", "config", "show")
+	wantExit(t, r, exitOK)
+	for _, want := range []string{"      MaxWorkersPerKey: 2\n", "      KeyLimits:\n        Tenant-A: 5\n", "      SequenceOnDeadLetter: hold\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Fatalf("config show lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	wantExit(t, runBinary(t, dir, "", "--set", "QueueSettings.mail.KeyLimits.Tenant-A=-1", "config", "show"), exitUsage,
+		"ChokaQ.QueueSettings.mail.KeyLimits.Tenant-A = -1")
+	wantExit(t, runBinary(t, dir, "", "--set", "QueueSettings.mail.SequenceOnDeadLetter=later", "config", "show"), exitUsage,
+		"ChokaQ.QueueSettings.mail.SequenceOnDeadLetter = later", "must be continue or hold")
+}

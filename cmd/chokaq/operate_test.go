@@ -290,8 +290,8 @@ func TestStatsCountsEveryState(t *testing.T) {
 		t.Fatalf("stats table:\n%s", tab.stdout)
 	}
 	if head, row := strings.Fields(lines[0]), strings.Fields(lines[1]); !reflect.DeepEqual(head,
-		[]string{"QUEUE", "PAUSED", "PENDING", "SCHEDULED", "FETCHED", "PROCESSING", "ARCHIVED", "DEAD-LETTERED", "LAG"}) ||
-		!reflect.DeepEqual(row, []string{"mail", "false", "1", "1", "1", "2", "1", "1", "1m30s"}) {
+		[]string{"QUEUE", "PAUSED", "PENDING", "SCHEDULED", "FETCHED", "PROCESSING", "ARCHIVED", "DEAD-LETTERED", "LAG", "WAITING-ON-KEY", "WAITING-ON-SEQUENCE"}) ||
+		!reflect.DeepEqual(row, []string{"mail", "false", "1", "1", "1", "2", "1", "1", "1m30s", "0", "0"}) {
 		t.Fatalf("stats table:\n%s", tab.stdout)
 	}
 }
@@ -428,4 +428,73 @@ func TestEnvironmentOverlayAndPrecedence(t *testing.T) {
 	wantExit(t, runBinaryEnv(t, dir, []string{"CHOKAQ_ENVIRONMENT=Staging"}, "stats"), exitUsage, `environment "Staging" (CHOKAQ_ENVIRONMENT)`, "appsettings.Staging.yaml")
 	wantExit(t, runBinaryEnv(t, dir, nil, "--environment", "Staging", "stats"), exitUsage, `environment "Staging"`, "appsettings.Staging.yaml")
 	wantExit(t, runBinaryEnv(t, dir, nil, "--config", "nowhere.yaml", "stats"), exitUsage, "nowhere.yaml")
+}
+
+// queues set takes the flow-control settings (ADR 0031), --key-limit N=0
+// removes one key's own cap, the list shows them, and stats counts the
+// jobs they hold back.
+func TestQueuesSetFlowControlAndStatsCountWhatItHoldsBack(t *testing.T) {
+	s := memstore.New()
+	set := runIn(t, s, "", "queues", "set", "mail", "--max-workers-per-key", "1", "--key-limit", "big=3", "--key-limit", "a=b=2",
+		"--sequence-on-dead-letter", "HOLD", "-o", "json")
+	wantExit(t, set, exitOK)
+	var q jobs.QueueSettings
+	if err := json.Unmarshal([]byte(set.stdout), &q); err != nil {
+		t.Fatalf("queues set -o json: %v\n%s", err, set.stdout)
+	}
+	if q.MaxWorkersPerKey != 1 || !reflect.DeepEqual(q.KeyLimits, map[string]int{"big": 3, "a=b": 2}) || q.SequenceOnDeadLetter != jobs.SequenceHold {
+		t.Fatalf("after set: %+v", q)
+	}
+	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--key-limit", "a=b=0"), exitOK)
+	list := runIn(t, s, "", "queues", "list")
+	wantExit(t, list, exitOK)
+	lines := strings.Split(strings.TrimSpace(list.stdout), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "PER KEY") || !strings.Contains(lines[0], "KEY LIMITS") ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "1 big=3 hold") {
+		t.Fatalf("queues list:\n%s", list.stdout)
+	}
+
+	for _, tt := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--key-limit", "big"}, "want KEY=N"},
+		{[]string{"--key-limit", "big=two"}, `the cap "two" is not a whole number`},
+		{[]string{"--key-limit", "big=1", "--key-limit", "big=2"}, `key "big" given twice`},
+		{[]string{"--key-limit", "big=-1"}, "key_limits.big"},
+		{[]string{"--key-limit", "=2"}, "must not be empty"},
+		{[]string{"--max-workers-per-key", "-1"}, "max_workers_per_key"},
+		{[]string{"--max-workers-per-key", "100001"}, "max_workers_per_key"},
+		{[]string{"--sequence-on-dead-letter", "pause"}, "want continue or hold"},
+		{[]string{"--sequence-on-dead-letter", ""}, "want continue or hold"},
+	} {
+		wantExit(t, runIn(t, s, "", append([]string{"queues", "set", "mail"}, tt.flags...)...), exitUsage, tt.want)
+	}
+
+	ctx := context.Background()
+	for _, p := range []jobs.EnqueueParams{
+		{Queue: "mail", Type: "t", ConcurrencyKey: "tenant"}, {Queue: "mail", Type: "t", ConcurrencyKey: "tenant"},
+		{Queue: "mail", Type: "t", SequenceKey: "order-7"}, {Queue: "mail", Type: "t", SequenceKey: "order-7"},
+	} {
+		if _, err := s.Enqueue(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"mail"}, Limit: 10}); err != nil || len(got) != 2 {
+		t.Fatalf("claim: %v %v", got, err)
+	}
+	r := runIn(t, s, "", "stats", "-o", "json")
+	wantExit(t, r, exitOK)
+	var stats []jobs.QueueStats
+	if err := json.Unmarshal([]byte(r.stdout), &stats); err != nil || len(stats) != 1 {
+		t.Fatalf("stats -o json: %v\n%s", err, r.stdout)
+	}
+	if m := stats[0]; m.WaitingOnKey != 1 || m.WaitingOnSequence != 1 || m.Pending != 2 {
+		t.Fatalf("stats %+v, want 1 waiting on the key and 1 on the sequence", m)
+	}
+	tab := runIn(t, s, "", "stats")
+	wantExit(t, tab, exitOK)
+	if row := strings.Fields(strings.Split(strings.TrimSpace(tab.stdout), "\n")[1]); !reflect.DeepEqual(row[len(row)-2:], []string{"1", "1"}) {
+		t.Fatalf("stats table:\n%s", tab.stdout)
+	}
 }

@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -71,8 +75,12 @@ func (a *app) queuesCommand() *cobra.Command {
 				}
 				*r.into = &v
 			}
+			if err := flowFlags(cmd, &u); err != nil {
+				return u, err
+			}
 			if u.IsZero() {
-				return u, usage("nothing to set: give --max-workers, --zombie-timeout, --execution-timeout, --archive-retention or --dead-letter-retention")
+				return u, usage("nothing to set: give --max-workers, --zombie-timeout, --execution-timeout, --archive-retention, --dead-letter-retention, " +
+					"--max-workers-per-key, --key-limit or --sequence-on-dead-letter")
 			}
 			// Processes are running: a zombie timeout none of them with
 			// default heartbeats could honour is refused.
@@ -83,6 +91,9 @@ func (a *app) queuesCommand() *cobra.Command {
 	set.Flags().Duration("execution-timeout", 0, "hard deadline of one execution (0: the processor default)")
 	set.Flags().String("archive-retention", "", "how long the queue's succeeded jobs are kept: 7d, 36h, forever, or default (Retention.Archive)")
 	set.Flags().String("dead-letter-retention", "", "how long the queue's dead letters are kept: 30d, forever, or default (Retention.DeadLetters)")
+	set.Flags().Int("max-workers-per-key", 0, "fleet-wide cap on the Fetched plus Processing jobs of each concurrency key (0: unlimited)")
+	set.Flags().StringArray("key-limit", nil, "KEY=N: the concurrency key's own cap over --max-workers-per-key; N=0 removes it (repeatable)")
+	set.Flags().String("sequence-on-dead-letter", "", "continue (the next job of the sequence runs) or hold (it waits until the dead letter is resurrected or purged)")
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
 		Short: "List queue control rows",
@@ -113,13 +124,71 @@ func (a *app) queuesCommand() *cobra.Command {
 	return c
 }
 
-func writeQueues(w *tabwriter.Writer, qs []jobs.QueueSettings) {
-	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT\tARCHIVE RETENTION\tDEAD-LETTER RETENTION")
-	for _, q := range qs {
-		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\t%s\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
-			durationOr(q.ZombieTimeout, "global"), durationOr(q.ExecutionTimeout, "default"),
-			retention.Text(q.ArchiveRetention), retention.Text(q.DeadLetterRetention))
+// flowFlags reads the flow-control flags of queues set into u (ADR 0031).
+func flowFlags(cmd *cobra.Command, u *jobs.QueueUpdate) error {
+	f := cmd.Flags()
+	if f.Changed("max-workers-per-key") {
+		n, _ := f.GetInt("max-workers-per-key")
+		u.MaxWorkersPerKey = &n
 	}
+	if f.Changed("key-limit") {
+		pairs, _ := f.GetStringArray("key-limit")
+		u.KeyLimits = make(map[string]int, len(pairs))
+		for _, kv := range pairs {
+			// The cap follows the last '=': a key may hold one itself.
+			i := strings.LastIndexByte(kv, '=')
+			if i < 0 {
+				return usage("--key-limit %q: want KEY=N, e.g. tenant-a=2 (N=0 removes the key's own cap)", kv)
+			}
+			k, text := kv[:i], kv[i+1:]
+			n, err := strconv.Atoi(text)
+			if err != nil {
+				return usage("--key-limit %q: the cap %q is not a whole number", kv, text)
+			}
+			if _, dup := u.KeyLimits[k]; dup {
+				return usage("--key-limit: key %q given twice", k)
+			}
+			u.KeyLimits[k] = n
+		}
+	}
+	if f.Changed("sequence-on-dead-letter") {
+		text, _ := f.GetString("sequence-on-dead-letter")
+		p, err := jobs.ParseSequencePolicy(text)
+		if err != nil || text == "" {
+			return usage("--sequence-on-dead-letter %q: want continue or hold", text)
+		}
+		u.SequenceOnDeadLetter = &p
+	}
+	return nil
+}
+
+func writeQueues(w *tabwriter.Writer, qs []jobs.QueueSettings) {
+	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT\tARCHIVE RETENTION\tDEAD-LETTER RETENTION\tPER KEY\tKEY LIMITS\tON DEAD LETTER")
+	for _, q := range qs {
+		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
+			durationOr(q.ZombieTimeout, "global"), durationOr(q.ExecutionTimeout, "default"),
+			retention.Text(q.ArchiveRetention), retention.Text(q.DeadLetterRetention),
+			intOr(q.MaxWorkersPerKey, "unlimited"), keyLimitsText(q.KeyLimits), q.SequenceOnDeadLetter)
+	}
+}
+
+// keyLimitsText shows a queue's own key caps in key order, the first few
+// only: a queue may name a thousand, and -o json lists them all.
+func keyLimitsText(limits map[string]int) string {
+	const most = 3
+	if len(limits) == 0 {
+		return "none"
+	}
+	keys := slices.Sorted(maps.Keys(limits))
+	parts := make([]string, 0, most)
+	for _, k := range keys[:min(most, len(keys))] {
+		parts = append(parts, k+"="+strconv.Itoa(limits[k]))
+	}
+	text := strings.Join(parts, ",")
+	if len(keys) > most {
+		text += fmt.Sprintf(" (+%d more)", len(keys)-most)
+	}
+	return text
 }
 
 func intOr(n int, zero string) string {
