@@ -443,7 +443,9 @@ func TestBrowserCancelsARunningJob(t *testing.T) {
 	_, err = chromedp.Run(ctx, chromedp.Evaluate[bool]("window.confirm = function () { return true; }; true"))
 	must(t, err)
 	must(t, chromedp.Do(ctx,
-		chromedp.SendKeys(chromedp.CSS(`#cancel-form input[name="reason"]`), "report no longer needed"),
+		// SetValue, not SendKeys: on a loaded machine the click could come
+		// before the last key events reached the field.
+		chromedp.SetValue(chromedp.CSS(`#cancel-form input[name="reason"]`), "report no longer needed"),
 		chromedp.Click(chromedp.ID("cancel")),
 		chromedp.WaitVisible(chromedp.CSS(".flash"))))
 	flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(".flash")))
