@@ -116,7 +116,7 @@ var flowCases = []testCase{
 			t.Fatalf("after the crashed worker's job was rescued: claimed %d, want 1", len(got))
 		}
 	}},
-	{"SequenceRunsInEnqueueOrderOneAtATime", func(t *testing.T, h *Harness) {
+	{"IS_SequenceRunsInEnqueueOrderOneAtATime", func(t *testing.T, h *Harness) {
 		ids := []int64{}
 		for range 3 {
 			ids = append(ids, flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "acct", Priority: 0}))
@@ -284,7 +284,7 @@ var flowCases = []testCase{
 			t.Fatalf("after its head was cancelled the sequence ran %d, want %d", got.ID, b)
 		}
 	}},
-	{"I6PerKeyUnderConcurrentClaimers", func(t *testing.T, h *Harness) {
+	{"I6K_KeyLimitUnderConcurrentClaimers", func(t *testing.T, h *Harness) {
 		two := 2
 		flowQueue(t, h, jobs.QueueUpdate{MaxWorkersPerKey: &two})
 		keys := []string{"a", "b", "c", "d", "e"}
