@@ -154,6 +154,12 @@
   function refreshJob() {
     var view = document.getElementById("job-view");
     if (refreshing || !view || !view.dataset.refresh) { return; }
+    // A reason being typed (focused, or edited) must not be swapped away:
+    // the inspector follows the job again once the form is left alone.
+    var editing = Array.prototype.some.call(view.querySelectorAll("input, textarea"), function (el) {
+      return el === document.activeElement || (el.type !== "hidden" && el.value !== el.defaultValue);
+    });
+    if (editing) { return; }
     refreshing = true;
     fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (r) { return r.ok ? r.text() : null; })
