@@ -158,18 +158,7 @@ var flowCases = []testCase{
 		}
 	}},
 	{"SequenceHeldByADeadLetterUnderHold", func(t *testing.T, h *Harness) {
-		hold := jobs.SequenceHold
-		flowQueue(t, h, jobs.QueueUpdate{SequenceOnDeadLetter: &hold})
-		a := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
-		b := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
-		j := claimOne(t, h)
-		start(t, h, j.Ref())
-		if err := h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "x"}); err != nil {
-			t.Fatal(err)
-		}
-		if got := claim(t, h, worker1, 10); len(got) != 0 {
-			t.Fatalf("claimed %d behind a held dead letter", len(got))
-		}
+		a, b := heldSequence(t, h)
 		if st := stats(t, h); st.WaitingOnSequence != 1 {
 			t.Errorf("waiting on a sequence: %d, want 1", st.WaitingOnSequence)
 		}
@@ -253,18 +242,7 @@ var flowCases = []testCase{
 		}
 	}},
 	{"PurgedDeadLetterReleasesAHeldSequence", func(t *testing.T, h *Harness) {
-		hold := jobs.SequenceHold
-		flowQueue(t, h, jobs.QueueUpdate{SequenceOnDeadLetter: &hold})
-		a := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
-		b := flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
-		j := claimOne(t, h)
-		start(t, h, j.Ref())
-		if err := h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "x"}); err != nil {
-			t.Fatal(err)
-		}
-		if got := claim(t, h, worker1, 10); len(got) != 0 {
-			t.Fatalf("claimed %d behind a held dead letter", len(got))
-		}
+		a, b := heldSequence(t, h)
 		if n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: []int64{a}}}); err != nil || n != 1 {
 			t.Fatalf("Purge = %d, %v", n, err)
 		}
@@ -356,6 +334,25 @@ var flowCases = []testCase{
 			t.Fatalf("%d jobs left pending after the claimers stopped (%d done)", st.Pending, done)
 		}
 	}},
+}
+
+// heldSequence enqueues jobs a and b of one sequence under SequenceHold,
+// dead-letters a, and checks that b is held behind it.
+func heldSequence(t *testing.T, h *Harness) (a, b int64) {
+	t.Helper()
+	hold := jobs.SequenceHold
+	flowQueue(t, h, jobs.QueueUpdate{SequenceOnDeadLetter: &hold})
+	a = flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+	b = flowEnqueue(t, h, jobs.EnqueueParams{SequenceKey: "s"})
+	j := claimOne(t, h)
+	start(t, h, j.Ref())
+	if err := h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, h, worker1, 10); len(got) != 0 {
+		t.Fatalf("claimed %d behind a held dead letter", len(got))
+	}
+	return a, b
 }
 
 // stats is the default queue's stats.
