@@ -492,7 +492,7 @@ var doctorTypes = []struct {
 	{"IdLeaseList", []leaseRow{}}, {"IdList", []idRow{}}, {"JobInsertList", []insertRow{}}, {"QueueList", []queueRow{}},
 	{"RetryList", []retryRow{}}, {"DeadLetterList", []deadLetterRow{}}, {"ScheduleList", []scheduleRow{}},
 	{"MetadataList", []metadataRow{}}, {"OutputList", []outputRow{}}, {"ProgressList", []progressRow{}},
-	{"EnqueueKeyList", []enqueueKeyRow{}},
+	{"EnqueueKeyList", []enqueueKeyRow{}}, {"FlowKeyList", []flowKeyRow{}}, {"KeyLimitList", []keyLimitRow{}},
 }
 
 // checkTypes passes an empty list of every table type: without EXECUTE on

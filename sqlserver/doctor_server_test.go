@@ -3,8 +3,11 @@ package sqlserver
 import (
 	"context"
 	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -215,7 +218,7 @@ func unifiedRow(j *jobs.Job) []driver.Value {
 		orNil(j.CancelRequestedAt), orNil(j.CancelNote), orNil(j.HeartbeatMax.Milliseconds()),
 		orNil(metadataText(j.Metadata)), orNil(string(j.Output)), orNil(j.Progress), orNil(j.ProgressMessage),
 		orNil(int64(j.TimeoutFrom)), orNil(int64(j.ZombieRetryCap)), orNil(int64(j.ZombieRetries)),
-		uniqueHash, uniqueBucket, uniqueStates}
+		uniqueHash, uniqueBucket, uniqueStates, orNil(j.ConcurrencyKey), orNil(j.SequenceKey)}
 }
 
 func metadataText(m map[string]string) string {
@@ -245,7 +248,8 @@ func queueRows(qs ...jobs.QueueSettings) [][]driver.Value {
 	out := [][]driver.Value{}
 	for _, q := range qs {
 		out = append(out, []driver.Value{q.Name, q.Paused, int64(q.MaxWorkers), int64(q.ZombieTimeout / time.Second),
-			int64(q.ExecutionTimeout / time.Second), nil, nil})
+			int64(q.ExecutionTimeout / time.Second), nil, nil, int64(q.MaxWorkersPerKey), int64(q.SequenceOnDeadLetter),
+			keyLimitsJSON(q.KeyLimits)})
 	}
 	return out
 }
@@ -275,6 +279,19 @@ func moved(err error) ([][]driver.Value, error) {
 		return one(int64(2)), nil
 	}
 	return count(1, err)
+}
+
+// itemsParams is the jobs of an enqueue's @items, with the keys its
+// @flowKeys side list gives them by Ord.
+func itemsParams(a args) []jobs.EnqueueParams {
+	var ps []jobs.EnqueueParams
+	for _, it := range a.tvp("items").([]insertRow) {
+		ps = append(ps, enqueueParams(it))
+	}
+	for _, f := range a.tvp("flowKeys").([]flowKeyRow) {
+		ps[f.Ord].ConcurrencyKey, ps[f.Ord].SequenceKey = ptrOr(f.ConcurrencyKey), ptrOr(f.SequenceKey)
+	}
+	return ps
 }
 
 func enqueueParams(r insertRow) jobs.EnqueueParams {
@@ -331,11 +348,7 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 		},
 		q.enqueueBatch: func(c recordedCall) ([][]driver.Value, error) {
 			a := argsOf(c)
-			items := a.tvp("items").([]insertRow)
-			var ps []jobs.EnqueueParams
-			for _, it := range items {
-				ps = append(ps, enqueueParams(it))
-			}
+			ps := itemsParams(a)
 			rs, err := mem().EnqueueMany(ctx, ps)
 			if err != nil {
 				return nil, err
@@ -473,7 +486,8 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 			out := [][]driver.Value{}
 			for _, s := range st {
 				out = append(out, []driver.Value{s.Queue, s.Paused, int64(s.MaxWorkers), s.Pending, s.Scheduled, s.Fetched, s.Processing,
-					s.Archived, s.DeadLettered, orNil(s.OldestDueAt), time.Now().UTC()})
+					s.Archived, s.DeadLettered, orNil(s.OldestDueAt), time.Now().UTC(), s.WaitingOnKey, s.WaitingOnSequence,
+					busiestKeysJSON(s.BusiestKeys)})
 			}
 			return out, err
 		},
@@ -497,6 +511,20 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 			if a.i64("setPaused") == 1 {
 				p := a.i64("paused") == 1
 				u.Paused = &p
+			}
+			if a.i64("setPerKey") == 1 {
+				n := int(a.i64("perKey"))
+				u.MaxWorkersPerKey = &n
+			}
+			if a.i64("setSequence") == 1 {
+				p := jobs.SequencePolicy(a.i64("sequence"))
+				u.SequenceOnDeadLetter = &p
+			}
+			if rows := a.tvp("keyLimits").([]keyLimitRow); len(rows) > 0 {
+				u.KeyLimits = map[string]int{}
+				for _, r := range rows {
+					u.KeyLimits[r.KeyName] = int(r.MaxWorkers)
+				}
 			}
 			qs, err := mem().UpdateQueue(ctx, a.str("name"), u)
 			if err != nil {
@@ -550,7 +578,7 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 	h[q.heartbeatProgress] = h[q.heartbeat] // the fake keeps no progress; the contract suite checks it
 	keyed := func(c recordedCall) ([][]driver.Value, error) {
 		a := argsOf(c)
-		p := enqueueParams(a.tvp("items").([]insertRow)[0])
+		p := itemsParams(a)[0]
 		p.IdempotencyKey = a.str("key")
 		r, err := mem().Enqueue(ctx, p)
 		if err != nil {
@@ -579,7 +607,7 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 				return one(id, true), nil
 			}
 		}
-		p := enqueueParams(a.tvp("items").([]insertRow)[0])
+		p := itemsParams(a)[0]
 		p.IdempotencyKey = a.str("key")
 		r, err := mem().Enqueue(ctx, p)
 		if err != nil || r.Duplicate {
@@ -704,4 +732,45 @@ func (srv *doctorServer) transition(a args) ([][]driver.Value, error) {
 // schemaStatus is schema.Status's statement for the fake's schema.
 func (srv *doctorServer) schemaStatus() string {
 	return "SELECT TOP (1) version, dirty FROM " + schema.Quote("chokaq_t") + "." + schema.Quote(schema.MigrationsTable)
+}
+
+// keyLimitsJSON and busiestKeysJSON shape what FOR JSON PATH returns for
+// qQueues' key limits and qQueueStats' busiest keys (NULL for none).
+func keyLimitsJSON(ls map[string]int) driver.Value {
+	if len(ls) == 0 {
+		return nil
+	}
+	type limit struct {
+		K string `json:"k"`
+		N int    `json:"n"`
+	}
+	var out []limit
+	for _, k := range slices.Sorted(maps.Keys(ls)) {
+		out = append(out, limit{k, ls[k]})
+	}
+	return mustJSON(out)
+}
+
+func busiestKeysJSON(ks []jobs.KeyCount) driver.Value {
+	if len(ks) == 0 {
+		return nil
+	}
+	type count struct {
+		K string `json:"k"`
+		R int64  `json:"r"`
+		W int64  `json:"w"`
+	}
+	out := make([]count, len(ks))
+	for i, k := range ks {
+		out[i] = count{k.Key, k.Running, k.Waiting}
+	}
+	return mustJSON(out)
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

@@ -69,7 +69,7 @@ const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs,
     $.Metadata, CAST(NULL AS NVARCHAR(MAX)), $.ProgressFraction, $.ProgressMessage,
     $.TimeoutSource, $.ZombieRetryCap, $.ZombieRetries,
-    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates`
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
@@ -78,7 +78,7 @@ const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
     $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
     CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT),
-    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates`
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
@@ -87,7 +87,7 @@ const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
     $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
     CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT),
-    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates`
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -104,6 +104,7 @@ var unifiedNames = [][2]string{
 	{"ProgressMessage", "NVARCHAR(200)"},
 	{"TimeoutSource", "TINYINT"}, {"ZombieRetryCap", "INT"}, {"ZombieRetries", "INT"},
 	{"UniqueKeyHash", "BINARY(32)"}, {"UniqueBucket", "BIGINT"}, {"UniqueStates", "TINYINT"},
+	{"ConcurrencyKey", "NVARCHAR(200)"}, {"SequenceKey", "NVARCHAR(200)"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -128,19 +129,21 @@ func unifiedSelect(alias string) string {
 const (
 	archiveColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
     CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs, SnoozeCount, Metadata,
-    UniqueKeyHash, UniqueBucket, UniqueStates`
+    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey`
 	archiveFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
     deleted.RunLease, deleted.StartedAtUtc, deleted.LastError, @now, DATEDIFF_BIG(MILLISECOND, deleted.StartedAtUtc, @now),
-    deleted.SnoozeCount, deleted.Metadata, deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates`
+    deleted.SnoozeCount, deleted.Metadata, deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates,
+    deleted.ConcurrencyKey, deleted.SequenceKey`
 	dlqColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
     CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, HeartbeatUtc, DeadlineUtc, LastError, Metadata,
-    UniqueKeyHash, UniqueBucket, UniqueStates, SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
+    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey, SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
 	// dlqFromDeleted is followed by the reason and the details.
 	dlqFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
     deleted.RunLease, deleted.StartedAtUtc, deleted.HeartbeatUtc, deleted.DeadlineUtc, deleted.LastError, deleted.Metadata,
-    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates, deleted.SnoozeCount, @now`
+    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates, deleted.ConcurrencyKey, deleted.SequenceKey,
+    deleted.SnoozeCount, @now`
 	// cancelledReason is the reason of a move to the DLQ by rescue phase
 	// 3: Timeout, or Cancelled for a job whose cancel was requested.
 	cancelledReason = `CASE WHEN deleted.CancelRequestedUtc IS NULL THEN 7 ELSE 1 END`
@@ -155,15 +158,17 @@ const (
 // metadata of the jobs that have any comes in the MetadataList @metadata,
 // by the item's Ord (empty for a batch without metadata; ADR 0028).
 const insertFromItems = `INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
-    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, Metadata, UniqueKeyHash, UniqueBucket, UniqueStates)
+    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, Metadata, UniqueKeyHash, UniqueBucket, UniqueStates,
+    ConcurrencyKey, SequenceKey)
 SELECT {{idExpr}}, i.Queue, i.Type, i.Payload, i.Priority, i.Tags, {{keyExpr}}, i.CreatedBy, i.MaxAttempts,
     0, 0, @now,
     CASE WHEN i.RunAtMs IS NULL
         THEN DATEADD(MILLISECOND, i.DelayMs % 1000, DATEADD(SECOND, i.DelayMs / 1000, @now))
         ELSE DATEADD(MILLISECOND, i.RunAtMs % 86400000, DATEADD(DAY, i.RunAtMs / 86400000, CAST('19700101' AS DATETIME2(7)))) END,
-    @now, 0, m.Metadata, {{uniqueExpr}}
+    @now, 0, m.Metadata, {{uniqueExpr}}, f.ConcurrencyKey, f.SequenceKey
 FROM @items AS i
-LEFT JOIN @metadata AS m ON m.Ord = i.Ord;`
+LEFT JOIN @metadata AS m ON m.Ord = i.Ord
+LEFT JOIN @flowKeys AS f ON f.Ord = i.Ord;`
 
 // Enqueue of jobs without keys: the IDs come as one range from the
 // sequence, so item i gets @first + i and no OUTPUT ordering is needed.
@@ -452,6 +457,12 @@ const outerHotHints = "INDEX (PK_JobsHot), FORCESEEK, READPAST, ROWLOCK, READCOM
 // in upper case (render), and queue names go through UPPER, so names SQL
 // Server holds equal take the same lock.
 
+// flowLock names a queue's flow lock (ADR 0031): the claims that judge
+// jobs with a concurrency or sequence key, or unpark them, hold it
+// exclusively for their transaction, so only one claim at a time raises a
+// key's or a sequence's count of Fetched and Processing jobs.
+const flowLock = `N'chokaq:{{name}}:flow:' + UPPER(@q)`
+
 // Claim for one queue. Every claim holds a shared application lock on the
 // queue for its transaction and reads the queue's settings under it;
 // UpdateQueue takes the same lock exclusively. A MaxWorkers set by an
@@ -467,13 +478,36 @@ const outerHotHints = "INDEX (PK_JobsHot), FORCESEEK, READPAST, ROWLOCK, READCOM
 // claim order: their payloads reach the client after every lock is
 // released. Each row carries @claimId, and the claim holds its claimLock,
 // so a claim repeated after a lost reply can adopt them (qAdoptClaim).
-const qClaim = `SET NOCOUNT ON;
+//
+// Flow control (ADR 0031) adds to this, only for a queue that uses it:
+// when the queue has parked jobs (a FlowWaits row), the claim takes the
+// queue's flow lock and first unparks the jobs that have room now
+// (claimUnpark); when a candidate carries a key, it takes the flow lock
+// (after the candidates' update locks: see the ADR for why no cycle can
+// form) and judges the candidates set-based (claimJudge): a sequenced one
+// runs only as its sequence's first hot member with no member running (and,
+// under hold, no earlier dead letter other than a cancelled one); a keyed
+// one only within its key's room, the limit less the key's Fetched and
+// Processing jobs. The others are parked (Status 3 on a key, 4 on a
+// sequence), out of the claim's Status = 0 range, and the claim picks
+// again for the room they leave, at most four rounds. Flow reads are plain
+// reads: under READ_COMMITTED_SNAPSHOT they see committed rows and wait for
+// nothing; under locking reads they wait for a statement that holds a row
+// (a heartbeat, a move), and for a caller's transaction that enqueued a
+// sequenced job, never for a claim. A claim whose queue has no parked job
+// and whose candidates carry no key reads what it read before.
+var qClaim = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @q NVARCHAR(100) = @queue, @w NVARCHAR(200) = @worker;
-DECLARE @paused BIT, @max INT, @n INT = @limit, @rc INT;
-DECLARE @lock NVARCHAR(255) = ` + queueLock + `, @mine NVARCHAR(255) = ` + claimLock + `;
+DECLARE @paused BIT, @max INT, @perKey INT, @hold BIT, @n INT = @limit, @rc INT;
+DECLARE @round INT = 0, @got INT = 0, @ask INT, @picked INT, @parked INT, @flowHeld BIT = 0;
+DECLARE @lock NVARCHAR(255) = ` + queueLock + `, @mine NVARCHAR(255) = ` + claimLock + `, @flow NVARCHAR(255) = ` + flowLock + `;
 DECLARE @claimed TABLE (` + "{{unifiedColumnsDecl}}" + `);
+DECLARE @cand TABLE (Id BIGINT NOT NULL PRIMARY KEY, Priority INT NOT NULL, ScheduledAtUtc DATETIME2(7) NOT NULL,
+    CKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL, SKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL,
+    Rn INT NULL, Park TINYINT NULL);
+DECLARE @room TABLE (KeyName NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NOT NULL PRIMARY KEY, Room INT NOT NULL);
 BEGIN TRANSACTION;
 EXEC @rc = sys.sp_getapplock @Resource = @mine, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
 IF @rc < 0
@@ -481,7 +515,11 @@ IF @rc < 0
 EXEC @rc = sys.sp_getapplock @Resource = @lock, @LockMode = 'Shared', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
 IF @rc < 0
     THROW 51001, N'chokaq: the queue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
-SELECT @paused = IsPaused, @max = MaxWorkers FROM {{s}}.Queues WHERE Name = @q;
+SELECT @paused = IsPaused, @max = MaxWorkers, @perKey = MaxWorkersPerKey,
+    @hold = CASE WHEN SequenceOnDeadLetter = 1 THEN 1 ELSE 0 END
+FROM {{s}}.Queues WHERE Name = @q;
+SET @perKey = ISNULL(@perKey, 0);
+SET @hold = ISNULL(@hold, 0);
 IF @max IS NOT NULL
 BEGIN
     SELECT @max = MaxWorkers FROM {{s}}.Queues WITH (UPDLOCK, ROWLOCK) WHERE Name = @q;
@@ -491,20 +529,149 @@ END
 IF @n > 0 AND ISNULL(@paused, 0) = 0
 BEGIN
     DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
-    UPDATE h
-    SET Status = 1, WorkerId = @w, RunLease = h.RunLease + 1, LastUpdatedUtc = @now, ClaimId = @claimId
-    OUTPUT ` + "{{hotInserted}}" + ` INTO @claimed
-    FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
-    INNER JOIN (
-        SELECT TOP (@n) c.Id
+    IF EXISTS (SELECT 1 FROM {{s}}.FlowWaits WHERE Queue = @q)
+    BEGIN
+        ` + flowLockTaken + `
+        ` + claimUnpark + `
+    END
+    WHILE @round < 4 AND @got < @n
+    BEGIN
+        SET @round += 1;
+        SET @ask = @n - @got;
+        SET @parked = 0;
+        DELETE FROM @cand;
+        INSERT INTO @cand (Id, Priority, ScheduledAtUtc, CKey, SKey)
+        SELECT TOP (@ask) c.Id, c.Priority, c.ScheduledAtUtc, c.ConcurrencyKey, c.SequenceKey
         FROM {{s}}.JobsHot AS c WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
         WHERE c.Queue = @q AND c.Status = 0 AND c.ScheduledAtUtc <= @now
-        ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id
-    ) AS x ON x.Id = h.Id
-    WHERE h.Status = 0 AND h.Queue = @q AND h.ScheduledAtUtc <= @now;
+        ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id;
+        SET @picked = @@ROWCOUNT;
+        IF EXISTS (SELECT 1 FROM @cand WHERE CKey IS NOT NULL OR SKey IS NOT NULL)
+        BEGIN
+            IF @flowHeld = 0
+            BEGIN
+                ` + flowLockTaken + `
+            END
+            ` + claimJudge + `
+        END
+        UPDATE h
+        SET Status = 1, WorkerId = @w, RunLease = h.RunLease + 1, LastUpdatedUtc = @now, ClaimId = @claimId
+        OUTPUT ` + "{{hotInserted}}" + ` INTO @claimed
+        FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
+        INNER JOIN @cand AS x ON x.Id = h.Id
+        WHERE x.Park IS NULL AND h.Status = 0 AND h.Queue = @q AND h.ScheduledAtUtc <= @now;
+        SET @got += @@ROWCOUNT;
+        IF @parked = 0 OR @picked < @ask
+            BREAK;
+    END
 END
 COMMIT TRANSACTION;
 SELECT ` + "{{claimedCols}}" + ` FROM @claimed AS c ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id;`
+
+// flowLockTaken takes the queue's flow lock for the claim's transaction.
+const flowLockTaken = `EXEC @rc = sys.sp_getapplock @Resource = @flow, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+        IF @rc < 0
+            THROW 51001, N'chokaq: the flow lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
+        SET @flowHeld = 1;`
+
+// keyLimitOf is the limit of concurrency key k in queue @q: its own
+// (QueueKeyLimits), else the queue's MaxWorkersPerKey; 0 is none.
+func keyLimitOf(k string) string {
+	return `ISNULL((SELECT l.MaxWorkers FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = @q AND l.KeyName = ` + k + `), @perKey)`
+}
+
+// keyRunning counts concurrency key k's Fetched and Processing jobs, one
+// seek of IX_JobsHot_KeyActive (its filter repeated, so it matches).
+func keyRunning(k string) string {
+	return `(SELECT COUNT(*) FROM {{s}}.JobsHot AS a WHERE a.Queue = @q AND a.ConcurrencyKey = ` + k + ` AND a.Status IN (1, 2))`
+}
+
+// seqRunning is true while sequence k has a Fetched or Processing member
+// (IX_JobsHot_SequenceActive); seqHeld while, under the hold policy, a dead
+// letter of k before member id holds it (IX_JobsDLQ_Sequence; a cancelled
+// job never holds its sequence).
+func seqRunning(k string) string {
+	return `EXISTS (SELECT 1 FROM {{s}}.JobsHot AS a WHERE a.Queue = @q AND a.SequenceKey = ` + k + ` AND a.Status IN (1, 2))`
+}
+
+func seqHeld(k, id string) string {
+	return `(@hold = 1 AND EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS d
+                WHERE d.Queue = @q AND d.SequenceKey = ` + k + ` AND d.Id < ` + id + ` AND d.FailureReason <> 1))`
+}
+
+// claimUnpark returns to Status 0 the parked jobs that have room now, at
+// most @limit of each key or sequence that FlowWaits names, and at most
+// @limit in all (what one claim can take; the rest wait for the next):
+// a key's best parked jobs, as many as its limit less its running jobs; a
+// sequence's first hot member, if parked, with no member running and no
+// dead letter holding it. Then it deletes the FlowWaits rows with no
+// parked job left (one whose jobs were all unparked, cancelled or
+// resurrected).
+var claimUnpark = `UPDATE h SET Status = 0, LastUpdatedUtc = @now
+        FROM {{s}}.JobsHot AS h WITH (INDEX (PK_JobsHot), FORCESEEK, ROWLOCK)
+        INNER JOIN (
+            SELECT TOP (@limit) p.Id
+            FROM {{s}}.FlowWaits AS fw
+            CROSS APPLY (SELECT ` + keyLimitOf("fw.KeyName") + ` AS L) AS lim
+            CROSS APPLY (SELECT CASE WHEN lim.L = 0 THEN @limit ELSE lim.L - ` + keyRunning("fw.KeyName") + ` END AS Room) AS r
+            CROSS APPLY (SELECT TOP (CASE WHEN r.Room < 0 THEN 0 WHEN r.Room > @limit THEN @limit ELSE r.Room END) w.Id
+                FROM {{s}}.JobsHot AS w
+                WHERE w.Queue = @q AND w.ConcurrencyKey = fw.KeyName AND w.Status = 3
+                ORDER BY w.Priority DESC, w.ScheduledAtUtc, w.Id) AS p
+            WHERE fw.Queue = @q AND fw.Kind = 3
+        ) AS x ON x.Id = h.Id
+        WHERE h.Status = 3;
+        UPDATE h SET Status = 0, LastUpdatedUtc = @now
+        FROM {{s}}.JobsHot AS h WITH (INDEX (PK_JobsHot), FORCESEEK, ROWLOCK)
+        INNER JOIN (
+            SELECT TOP (@limit) f.Id
+            FROM {{s}}.FlowWaits AS fw
+            CROSS APPLY (SELECT TOP (1) m.Id, m.Status FROM {{s}}.JobsHot AS m
+                WHERE m.Queue = @q AND m.SequenceKey = fw.KeyName ORDER BY m.Id) AS f
+            WHERE fw.Queue = @q AND fw.Kind = 4 AND f.Status = 4
+              AND NOT ` + seqRunning("fw.KeyName") + `
+              AND NOT ` + seqHeld("fw.KeyName", "f.Id") + `
+        ) AS x ON x.Id = h.Id
+        WHERE h.Status = 4;
+        DELETE fw FROM {{s}}.FlowWaits AS fw WITH (ROWLOCK)
+        WHERE fw.Queue = @q AND fw.Kind = 3
+          AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS w WHERE w.Queue = @q AND w.ConcurrencyKey = fw.KeyName AND w.Status = 3);
+        DELETE fw FROM {{s}}.FlowWaits AS fw WITH (ROWLOCK)
+        WHERE fw.Queue = @q AND fw.Kind = 4
+          AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS w WHERE w.Queue = @q AND w.SequenceKey = fw.KeyName AND w.Status = 4);`
+
+// claimJudge marks the candidates that may not run now with the status
+// they park in, parks them, and names their key or sequence in FlowWaits.
+// A sequenced candidate waits (4) behind an earlier hot member (parked or
+// not, one of this batch included), a running member or a holding dead
+// letter. A keyed candidate waits (3) past its key's room, counted in
+// claim order among the key's candidates that passed; the running count
+// includes what earlier rounds of this claim took.
+var claimJudge = `UPDATE c SET Park = 4 FROM @cand AS c
+            WHERE c.SKey IS NOT NULL
+              AND (EXISTS (SELECT 1 FROM {{s}}.JobsHot AS m WHERE m.Queue = @q AND m.SequenceKey = c.SKey AND m.Id < c.Id)
+                   OR ` + seqRunning("c.SKey") + `
+                   OR ` + seqHeld("c.SKey", "c.Id") + `);
+            DELETE FROM @room;
+            INSERT INTO @room (KeyName, Room)
+            SELECT k.CKey, CASE WHEN lim.L = 0 THEN @n ELSE lim.L - ` + keyRunning("k.CKey") + ` END
+            FROM (SELECT DISTINCT CKey FROM @cand WHERE CKey IS NOT NULL AND Park IS NULL) AS k
+            CROSS APPLY (SELECT ` + keyLimitOf("k.CKey") + ` AS L) AS lim;
+            UPDATE c SET Rn = r.Rn
+            FROM @cand AS c
+            INNER JOIN (SELECT Id, ROW_NUMBER() OVER (PARTITION BY CKey ORDER BY Priority DESC, ScheduledAtUtc, Id) AS Rn
+                        FROM @cand WHERE CKey IS NOT NULL AND Park IS NULL) AS r ON r.Id = c.Id;
+            UPDATE c SET Park = 3 FROM @cand AS c INNER JOIN @room AS r ON r.KeyName = c.CKey
+            WHERE c.Park IS NULL AND c.Rn > r.Room;
+            UPDATE h SET Status = x.Park, LastUpdatedUtc = @now
+            FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
+            INNER JOIN @cand AS x ON x.Id = h.Id
+            WHERE x.Park IS NOT NULL AND h.Status = 0;
+            SET @parked = @@ROWCOUNT;
+            INSERT INTO {{s}}.FlowWaits WITH (ROWLOCK) (Queue, Kind, KeyName)
+            SELECT DISTINCT @q, x.Park, x.KeyName
+            FROM (SELECT c.Park, CASE WHEN c.Park = 3 THEN c.CKey ELSE c.SKey END AS KeyName FROM @cand AS c WHERE c.Park IS NOT NULL) AS x
+            WHERE NOT EXISTS (SELECT 1 FROM {{s}}.FlowWaits AS f WHERE f.Queue = @q AND f.Kind = x.Park AND f.KeyName = x.KeyName);`
 
 // The rows a claim with @claimId took, for the store's retry of a claim
 // whose reply was lost. It first takes the claim's lock shared, so it
@@ -1025,7 +1192,7 @@ type tableSQL struct {
 
 var tables = map[jobs.Table]tableSQL{
 	jobs.TableHot: {name: "JobsHot", instant: "CreatedAtUtc", columns: unifiedHot,
-		extra: "AND (@status IS NULL OR $.Status = @status)"},
+		extra: "AND (@status IS NULL OR $.Status = @status OR (@status = 0 AND $.Status IN (3, 4)))"},
 	jobs.TableArchive: {name: "JobsArchive", instant: "FinishedAtUtc", columns: unifiedArchive},
 	jobs.TableDLQ: {name: "JobsDLQ", instant: "FinishedAtUtc", columns: unifiedDLQ,
 		extra: "AND (@reason IS NULL OR $.FailureReason = @reason)",
@@ -1148,7 +1315,8 @@ DECLARE @moved TABLE (
     Id BIGINT NOT NULL PRIMARY KEY, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL, Payload VARBINARY(MAX) NULL,
     Priority INT NOT NULL, Tags NVARCHAR(1000) NULL, IdempotencyKey NVARCHAR(200) NULL, CreatedBy NVARCHAR(100) NULL,
     MaxAttempts INT NOT NULL, CreatedAtUtc DATETIME2(7) NOT NULL, RunLease BIGINT NOT NULL, ErrorDetails NVARCHAR(MAX) NULL,
-    Metadata NVARCHAR(MAX) NULL, UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL, UniqueStates TINYINT NULL);
+    Metadata NVARCHAR(MAX) NULL, UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL, UniqueStates TINYINT NULL,
+    ConcurrencyKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL, SequenceKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL);
 INSERT INTO @pick (Id, KeyHash, Bucket, States)
 SELECT TOP (@limit) t.Id, t.UniqueKeyHash, t.UniqueBucket, t.UniqueStates
 FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
@@ -1191,13 +1359,13 @@ END
 DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails, deleted.Metadata,
-    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates
+    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates, deleted.ConcurrencyKey, deleted.SequenceKey
 INTO @moved
 FROM {{s}}.JobsDLQ AS d WITH (` + outerHints("JobsDLQ") + `)
 INNER JOIN @pick AS x ON x.Id = d.Id;
 INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
     AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError, Metadata,
-    UniqueKeyHash, UniqueBucket, UniqueStates)
+    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey)
 SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m.Payload END, m.Priority, m.Tags,
     CASE WHEN m.IdempotencyKey IS NULL OR m.KeyRank > 1
               OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (READCOMMITTEDLOCK)
@@ -1205,7 +1373,7 @@ SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m
          THEN NULL ELSE m.IdempotencyKey END,
     m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails, m.Metadata,
     CASE WHEN p.Keep = 1 THEN m.UniqueKeyHash END, CASE WHEN p.Keep = 1 THEN m.UniqueBucket END,
-    CASE WHEN p.Keep = 1 THEN m.UniqueStates END
+    CASE WHEN p.Keep = 1 THEN m.UniqueStates END, m.ConcurrencyKey, m.SequenceKey
 FROM (SELECT mv.*, ROW_NUMBER() OVER (PARTITION BY mv.IdempotencyKey ORDER BY mv.Id) AS KeyRank FROM @moved AS mv) AS m
 INNER JOIN @pick AS p ON p.Id = m.Id;
 COMMIT TRANSACTION;
@@ -1220,18 +1388,24 @@ UNION ALL
 SELECT ` + "{{dlqCols}}" + ` FROM {{s}}.JobsDLQ AS d WHERE d.Id = @id;`
 
 // queueColumns is what scanQueues reads of a Queues row. The retentions
-// stay NULL when not set: 0 there means keep forever.
+// stay NULL when not set: 0 there means keep forever. The queue's own key
+// limits come as one JSON array ([{"k": key, "n": limit}], NULL for none;
+// JSON escapes any key), at most jobs.MaxKeyLimits rows.
 const queueColumns = `Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0),
-    ArchiveRetentionSeconds, DeadLetterRetentionSeconds`
+    ArchiveRetentionSeconds, DeadLetterRetentionSeconds, ISNULL(MaxWorkersPerKey, 0), ISNULL(SequenceOnDeadLetter, 0),
+    (SELECT l.KeyName AS k, l.MaxWorkers AS n FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = Name ORDER BY l.KeyName FOR JSON PATH)`
 
 const qQueues = `SELECT ` + queueColumns + `
 FROM {{s}}.Queues ORDER BY Name;`
 
 // Upsert of one queue row; a @set* flag of 0 leaves that column alone and a
 // zero value stores NULL (not set), -1 for a retention (whose 0 means keep
-// forever). The queue's application lock, taken
-// exclusively first, makes a change wait for the claims in flight, which
-// hold it shared (see qClaim): from its commit on, every claim sees it.
+// forever). @keyLimits (a KeyLimitList) merges key by key into
+// QueueKeyLimits: a limit of 0 removes the key's own. The queue's
+// application lock, taken exclusively first, makes a change wait for the
+// claims in flight, which hold it shared (see qClaim): from its commit on,
+// every claim sees it, and the next claim unparks what a raised limit lets
+// run.
 const qUpdateQueue = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @q NVARCHAR(100) = @name, @rc INT;
@@ -1247,17 +1421,31 @@ SET IsPaused = CASE WHEN @setPaused = 1 THEN @paused ELSE IsPaused END,
     ExecutionTimeoutSeconds = CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) ELSE ExecutionTimeoutSeconds END,
     ArchiveRetentionSeconds = CASE WHEN @setArchive = 1 THEN NULLIF(@archive, -1) ELSE ArchiveRetentionSeconds END,
     DeadLetterRetentionSeconds = CASE WHEN @setDeadLetter = 1 THEN NULLIF(@deadLetter, -1) ELSE DeadLetterRetentionSeconds END,
+    MaxWorkersPerKey = CASE WHEN @setPerKey = 1 THEN NULLIF(@perKey, 0) ELSE MaxWorkersPerKey END,
+    SequenceOnDeadLetter = CASE WHEN @setSequence = 1 THEN NULLIF(@sequence, 0) ELSE SequenceOnDeadLetter END,
     LastUpdatedUtc = SYSUTCDATETIME()
 WHERE Name = @q;
 IF @@ROWCOUNT = 0
     INSERT INTO {{s}}.Queues (Name, IsPaused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds,
-        ArchiveRetentionSeconds, DeadLetterRetentionSeconds)
+        ArchiveRetentionSeconds, DeadLetterRetentionSeconds, MaxWorkersPerKey, SequenceOnDeadLetter)
     VALUES (@q, CASE WHEN @setPaused = 1 THEN @paused ELSE 0 END,
             CASE WHEN @setMax = 1 THEN NULLIF(@max, 0) END,
             CASE WHEN @setZombie = 1 THEN NULLIF(@zombie, 0) END,
             CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) END,
             CASE WHEN @setArchive = 1 THEN NULLIF(@archive, -1) END,
-            CASE WHEN @setDeadLetter = 1 THEN NULLIF(@deadLetter, -1) END);
+            CASE WHEN @setDeadLetter = 1 THEN NULLIF(@deadLetter, -1) END,
+            CASE WHEN @setPerKey = 1 THEN NULLIF(@perKey, 0) END,
+            CASE WHEN @setSequence = 1 THEN NULLIF(@sequence, 0) END);
+DELETE l FROM {{s}}.QueueKeyLimits AS l WITH (ROWLOCK)
+INNER JOIN @keyLimits AS k ON k.KeyName = l.KeyName
+WHERE l.Queue = @q AND k.MaxWorkers = 0;
+UPDATE l SET MaxWorkers = k.MaxWorkers
+FROM {{s}}.QueueKeyLimits AS l WITH (ROWLOCK)
+INNER JOIN @keyLimits AS k ON k.KeyName = l.KeyName
+WHERE l.Queue = @q AND k.MaxWorkers > 0;
+INSERT INTO {{s}}.QueueKeyLimits WITH (ROWLOCK) (Queue, KeyName, MaxWorkers)
+SELECT @q, k.KeyName, k.MaxWorkers FROM @keyLimits AS k
+WHERE k.MaxWorkers > 0 AND NOT EXISTS (SELECT 1 FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = @q AND l.KeyName = k.KeyName);
 COMMIT TRANSACTION;
 SELECT ` + queueColumns + `
 FROM {{s}}.Queues WHERE Name = @q;`
@@ -1284,7 +1472,11 @@ func capped(table, where string) string {
 }
 
 // Per-queue counts for operators, in one statement for every queue with a
-// control row or a job. Each count reads at most @cap rows through an
+// control row or a job. Pending counts the parked jobs too (Status 3 and
+// 4, ADR 0031), which WaitingOnKey and WaitingOnSequence count apart; the
+// busiest keys come as one JSON array ([{"k", "r" running, "w" waiting}],
+// NULL for none), among the keys of at most @cap running keyed jobs
+// (IX_JobsHot_KeyActive), each count capped too: no GROUP BY over a table. Each count reads at most @cap rows through an
 // index that starts with Queue (so a count of @cap means "at least @cap"),
 // and the queue names come from one seek per queue: a poll of the
 // dashboard reads a bounded number of rows however large the backlog or
@@ -1300,7 +1492,7 @@ INSERT INTO @names (Queue) SELECT TOP (@maxQueues) Name FROM {{s}}.Queues ORDER 
 ` + distinctQueues("JobsArchive") + `
 ` + distinctQueues("JobsDLQ") + `
 SELECT n.Queue, ISNULL(qr.IsPaused, 0), ISNULL(qr.MaxWorkers, 0),
-    ` + capped("JobsHot", " AND Status = 0 AND ScheduledAtUtc <= @now") + `,
+    ` + capped("JobsHot", " AND Status IN (0, 3, 4) AND ScheduledAtUtc <= @now") + `,
     ` + capped("JobsHot", " AND Status = 0 AND ScheduledAtUtc > @now") + `,
     ` + capped("JobsHot", " AND Status = 1") + `,
     ` + capped("JobsHot", " AND Status = 2") + `,
@@ -1308,7 +1500,18 @@ SELECT n.Queue, ISNULL(qr.IsPaused, 0), ISNULL(qr.MaxWorkers, 0),
     ` + capped("JobsDLQ", "") + `,
     (SELECT MIN(o.ScheduledAtUtc) FROM (SELECT TOP (@cap) ScheduledAtUtc FROM {{s}}.JobsHot
         WHERE Queue = n.Queue AND Status = 0 AND ScheduledAtUtc <= @now ORDER BY Priority DESC, ScheduledAtUtc, Id) AS o),
-    @now
+    @now,
+    ` + capped("JobsHot", " AND Status = 3") + `,
+    ` + capped("JobsHot", " AND Status = 4") + `,
+    (SELECT TOP (` + "{{maxBusiestKeys}}" + `) b.k, b.r,
+            (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot AS w
+                WHERE w.Queue = n.Queue AND w.ConcurrencyKey = b.k AND w.Status = 3) AS t) AS w
+        FROM (SELECT DISTINCT r.ConcurrencyKey AS k,
+                  (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot AS a
+                      WHERE a.Queue = n.Queue AND a.ConcurrencyKey = r.ConcurrencyKey AND a.Status IN (1, 2)) AS t) AS r
+              FROM (SELECT TOP (@cap) a.ConcurrencyKey FROM {{s}}.JobsHot AS a
+                    WHERE a.Queue = n.Queue AND a.ConcurrencyKey IS NOT NULL AND a.Status IN (1, 2)) AS r) AS b
+        ORDER BY b.r DESC, b.k FOR JSON PATH)
 FROM @names AS n
 LEFT JOIN {{s}}.Queues AS qr ON qr.Name = n.Queue
 ORDER BY n.Queue;`
@@ -1319,7 +1522,7 @@ ORDER BY n.Queue;`
 // would need database compatibility level 130.
 const qQueueDepths = `SET NOCOUNT ON;
 SELECT n.Name,
-    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = n.Name AND Status = 0) AS t),
+    (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = n.Name AND Status IN (0, 3, 4)) AS t),
     (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = n.Name AND Status = 1) AS t),
     (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot WHERE Queue = n.Name AND Status = 2) AS t)
 FROM @queues AS n
@@ -1516,7 +1719,7 @@ SELECT @rc;`
 
 // qResetForTest empties every table between contract cases.
 const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive; DELETE FROM {{s}}.JobsDLQ; DELETE FROM {{s}}.Queues;
-DELETE FROM {{s}}.Schedules; DELETE FROM {{s}}.JobUniqueKeys;`
+DELETE FROM {{s}}.Schedules; DELETE FROM {{s}}.JobUniqueKeys; DELETE FROM {{s}}.QueueKeyLimits; DELETE FROM {{s}}.FlowWaits;`
 
 // queries is every statement rendered for one schema.
 type queries struct {
@@ -1589,6 +1792,7 @@ func render(name string) *queries {
 		"{{hotCols}}", cols(unifiedHot, "h"),
 		"{{archiveCols}}", cols(unifiedArchive, "a"),
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
+		"{{maxBusiestKeys}}", strconv.Itoa(jobs.MaxBusiestKeys),
 	)
 	q := &queries{
 		enqueueKeyed:       r.Replace(strings.Replace(ownTx(keyedPrologue, keyedBody), "{{insertKeyed}}", keyedInsert, 1)),

@@ -83,6 +83,8 @@ var tableRights = []struct {
 	{"Queues", "Name", []string{"SELECT", "INSERT", "UPDATE"}},
 	{"Schedules", "Name", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 	{"JobUniqueKeys", "JobId", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
+	{"QueueKeyLimits", "Queue", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
+	{"FlowWaits", "Queue", []string{"SELECT", "INSERT", "DELETE"}},
 	{schema.MigrationsTable, "", []string{"SELECT"}},
 }
 

@@ -10,7 +10,11 @@ package sqlserver
 // processor, and a row being enqueued is seen at the next poll. So the
 // probe never waits on a row, and a missed answer only delays a job by one
 // poll. A queue with many Pending jobs not yet due reads past them in key
-// order (priority before due time), as the claim does (ADR 0002).
+// order (priority before due time), as the claim does (ADR 0002). A queue
+// with parked jobs (a FlowWaits row, ADR 0031) is work too: only a claim
+// unparks them, so an idle processor must claim to find out whether their
+// key or sequence has room again; while a key stays at its limit, that is
+// one claim per poll instead of one probe.
 const qDueProbe = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
@@ -18,7 +22,8 @@ SELECT CASE WHEN EXISTS (
     SELECT 1
     FROM @queues AS n
     WHERE NOT EXISTS (SELECT 1 FROM {{s}}.Queues AS q WHERE q.Name = n.Name AND q.IsPaused = 1)
-      AND EXISTS (
+      AND (EXISTS (
         SELECT 1 FROM {{s}}.JobsHot AS c WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
         WHERE c.Queue = n.Name AND c.Status = 0 AND c.ScheduledAtUtc <= @now)
+        OR EXISTS (SELECT 1 FROM {{s}}.FlowWaits AS f WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK) WHERE f.Queue = n.Name))
 ) THEN CAST(1 AS BIT) ELSE CAST(0 AS BIT) END;`

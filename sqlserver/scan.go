@@ -30,6 +30,7 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			timeoutFrom, zombieCap, zombieRetries           sql.NullInt64
 			uniqueHash                                      []byte
 			uniqueBucket, uniqueStates                      sql.NullInt64
+			concurrencyKey, sequenceKey                     sql.NullString
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
@@ -38,13 +39,18 @@ func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 			&snoozes, &cancelAt, &cancelNote, &heartbeatMaxMs,
 			&metadata, &output, &progress, &progressMessage,
 			&timeoutFrom, &zombieCap, &zombieRetries,
-			&uniqueHash, &uniqueBucket, &uniqueStates)
+			&uniqueHash, &uniqueBucket, &uniqueStates,
+			&concurrencyKey, &sequenceKey)
 		if err != nil {
 			return nil, err
 		}
 		j.Priority, j.MaxAttempts, j.AttemptCount, j.SnoozeCount = int(priority), int(maxAttempts), int(attempts), int(snoozes)
 		j.CancelRequestedAt, j.CancelNote = utc(cancelAt), cancelNote.String
 		j.Table, j.Status = jobs.Table(table), jobs.Status(status.Int64)
+		if status.Int64 == statusWaitingOnKey || status.Int64 == statusWaitingOnSequence {
+			j.Status = jobs.StatusPending // parked by a claim: Pending to every reader (ADR 0031)
+		}
+		j.ConcurrencyKey, j.SequenceKey = concurrencyKey.String, sequenceKey.String
 		if tags.String != "" {
 			j.Tags = strings.Split(tags.String, ",")
 		}
@@ -89,8 +95,25 @@ func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
 		var q jobs.QueueSettings
 		var maxWorkers, zombie, exec int64
 		var archive, deadLetter sql.NullInt64
-		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec, &archive, &deadLetter); err != nil {
+		var perKey, sequence int64
+		var keyLimits sql.NullString
+		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec, &archive, &deadLetter,
+			&perKey, &sequence, &keyLimits); err != nil {
 			return nil, err
+		}
+		q.MaxWorkersPerKey, q.SequenceOnDeadLetter = int(perKey), jobs.SequencePolicy(sequence)
+		if keyLimits.Valid {
+			var ls []struct {
+				K string `json:"k"`
+				N int    `json:"n"`
+			}
+			if err := json.Unmarshal([]byte(keyLimits.String), &ls); err != nil {
+				return nil, fmt.Errorf("queue %s: key limits: %w", q.Name, err)
+			}
+			q.KeyLimits = make(map[string]int, len(ls))
+			for _, l := range ls {
+				q.KeyLimits[l.K] = l.N
+			}
 		}
 		q.MaxWorkers = int(maxWorkers)
 		q.ZombieTimeout, q.ExecutionTimeout = time.Duration(zombie)*time.Second, time.Duration(exec)*time.Second
@@ -122,4 +145,32 @@ func retentionArg(d *time.Duration) int64 {
 		return 0
 	}
 	return int64(*d / time.Second)
+}
+
+// A Pending job a claim held back (ADR 0031) has one of these statuses in
+// JobsHot, outside the claim's Status = 0 range; it is Pending to every
+// reader.
+const (
+	statusWaitingOnKey      = 3
+	statusWaitingOnSequence = 4
+)
+
+// busiestKeys reads qQueueStats's JSON array of the busiest keys.
+func busiestKeys(s sql.NullString) ([]jobs.KeyCount, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var ks []struct {
+		K string `json:"k"`
+		R int64  `json:"r"`
+		W int64  `json:"w"`
+	}
+	if err := json.Unmarshal([]byte(s.String), &ks); err != nil {
+		return nil, err
+	}
+	out := make([]jobs.KeyCount, len(ks))
+	for i, k := range ks {
+		out[i] = jobs.KeyCount{Key: k.K, Running: k.R, Waiting: k.W}
+	}
+	return out, nil
 }

@@ -55,9 +55,6 @@ func (s *Store) FireSchedule(ctx context.Context, p jobs.FireParams) (jobs.FireR
 	if err != nil {
 		return jobs.FireResult{}, err
 	}
-	if err := refuseFlowControl(job); err != nil {
-		return jobs.FireResult{}, err
-	}
 	var res jobs.FireResult
 	err = s.do(ctx, "fire schedule", idempotent, func(ctx context.Context) error {
 		res = jobs.FireResult{}

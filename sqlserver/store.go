@@ -265,23 +265,10 @@ func hexText(b []byte) mssql.NVarCharMax { return mssql.NVarCharMax(hex.EncodeTo
 // lockTimeoutMs is sp_getapplock's @LockTimeout.
 func (s *Store) lockTimeoutMs() int64 { return s.lockTimeout.Milliseconds() }
 
-// refuseFlowControl refuses a job with a concurrency or sequence key: this
-// store does not enforce them at claim yet (ADR 0031 gives its design),
-// and a job enqueued without its limit would run as if it had none.
-func refuseFlowControl(p jobs.EnqueueParams) error {
-	if p.ConcurrencyKey != "" || p.SequenceKey != "" {
-		return fmt.Errorf("sqlserver: enqueue %s/%s: %w", p.Queue, p.Type, jobs.ErrFlowControlUnsupported)
-	}
-	return nil
-}
-
 // Enqueue implements jobs.Store.
 func (s *Store) Enqueue(ctx context.Context, p jobs.EnqueueParams) (jobs.EnqueueResult, error) {
 	p, err := p.Normalize(s.limits)
 	if err != nil {
-		return jobs.EnqueueResult{}, err
-	}
-	if err := refuseFlowControl(p); err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	idem := idempotency(p.IdempotencyKey != "" || p.Unique != nil)
@@ -311,9 +298,6 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams)
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
-	if err := refuseFlowControl(p); err != nil {
-		return jobs.EnqueueResult{}, err
-	}
 	r, err := s.enqueueOne(ctx, tx, p, true)
 	if err != nil {
 		return jobs.EnqueueResult{}, fmt.Errorf("sqlserver: enqueue %s/%s in caller's transaction: %w", p.Queue, p.Type, err)
@@ -328,17 +312,17 @@ func (s *Store) EnqueueTx(ctx context.Context, tx *sql.Tx, p jobs.EnqueueParams)
 // unless bucket is given (a batch's, computed when it locked the keys).
 func (s *Store) enqueueOne(ctx context.Context, q querier, p jobs.EnqueueParams, inTx bool, bucket ...int64) (jobs.EnqueueResult, error) {
 	items := s.insertTVP([]insertRow{toInsertRow(0, p)})
-	meta, err := s.metadataTVP([]jobs.EnqueueParams{p})
+	side, err := s.sideLists([]jobs.EnqueueParams{p})
 	if err != nil {
 		return jobs.EnqueueResult{}, err
 	}
 	var r jobs.EnqueueResult
 	if p.IdempotencyKey == "" && p.Unique == nil {
-		err := q.QueryRowContext(ctx, s.q.enqueueBatch, named("n", int64(1)), named("items", items), named("metadata", meta)).Scan(&r.ID)
+		err := q.QueryRowContext(ctx, s.q.enqueueBatch, append(side, named("n", int64(1)), named("items", items))...).Scan(&r.ID)
 		return r, err
 	}
-	stmt, args := s.q.enqueueKeyed, []any{named("items", items), named("metadata", meta),
-		named("key", text(p.IdempotencyKey)), named("lockTimeoutMs", s.lockTimeoutMs())}
+	stmt, args := s.q.enqueueKeyed, append(side, named("items", items),
+		named("key", text(p.IdempotencyKey)), named("lockTimeoutMs", s.lockTimeoutMs()))
 	if inTx {
 		stmt = s.q.enqueueKeyedTx
 	}
@@ -392,21 +376,48 @@ func (s *Store) insertTVP(rows []insertRow) mssql.TVP {
 	return mssql.TVP{TypeName: s.schema + ".JobInsertList", Value: rows}
 }
 
-// metadataTVP is the MetadataList of ps: a row, by the job's Ord (its
-// index in ps), for each job that has metadata, so a batch without any
-// sends an empty list.
-func (s *Store) metadataTVP(ps []jobs.EnqueueParams) (mssql.TVP, error) {
-	rows := []metadataRow{}
+// sideLists are the side lists of an enqueue of ps, by the job's Ord (its
+// index in ps): @metadata (MetadataList) and @flowKeys (FlowKeyList), each
+// a row for every job that has any, so a batch without sends empty lists.
+func (s *Store) sideLists(ps []jobs.EnqueueParams) ([]any, error) {
+	meta, flow := []metadataRow{}, []flowKeyRow{}
 	for i, p := range ps {
 		m, err := jobs.EncodeMetadata(p.Metadata)
 		if err != nil {
-			return mssql.TVP{}, err
+			return nil, err
 		}
 		if m != "" {
-			rows = append(rows, metadataRow{Ord: int32(i), Metadata: m})
+			meta = append(meta, metadataRow{Ord: int32(i), Metadata: m})
+		}
+		if p.ConcurrencyKey != "" || p.SequenceKey != "" {
+			flow = append(flow, flowKeyRow{Ord: int32(i), ConcurrencyKey: nullText(p.ConcurrencyKey), SequenceKey: nullText(p.SequenceKey)})
 		}
 	}
-	return mssql.TVP{TypeName: s.schema + ".MetadataList", Value: rows}, nil
+	return []any{
+		named("metadata", mssql.TVP{TypeName: s.schema + ".MetadataList", Value: meta}),
+		named("flowKeys", mssql.TVP{TypeName: s.schema + ".FlowKeyList", Value: flow}),
+	}, nil
+}
+
+// flowKeyRow is one row of the FlowKeyList table type, in column order.
+type flowKeyRow struct {
+	Ord            int32
+	ConcurrencyKey *string
+	SequenceKey    *string
+}
+
+// keyLimitRow is one row of the KeyLimitList table type, in column order.
+type keyLimitRow struct {
+	KeyName    string
+	MaxWorkers int32
+}
+
+// nullText is s, or NULL for "".
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // metadataRow is one row of the MetadataList table type, in column order.
@@ -455,11 +466,6 @@ func (s *Store) EnqueueMany(ctx context.Context, ps []jobs.EnqueueParams) ([]job
 	ps, err := jobs.NormalizeBatch(ps, s.limits)
 	if err != nil {
 		return nil, err
-	}
-	for i, p := range ps {
-		if err := refuseFlowControl(p); err != nil {
-			return nil, &jobs.BatchItemError{Index: i, Err: err}
-		}
 	}
 	if len(ps) == 0 {
 		return nil, nil
@@ -510,15 +516,13 @@ func (s *Store) enqueueMany(ctx context.Context, tx querier, ps []jobs.EnqueuePa
 		for ord, i := range chunk {
 			rows[ord], chunkPs[ord] = toInsertRow(int32(ord), ps[i]), ps[i]
 		}
-		meta, err := s.metadataTVP(chunkPs)
+		side, err := s.sideLists(chunkPs)
 		if err != nil {
 			return nil, err
 		}
 		var first int64
 		err = tx.QueryRowContext(ctx, s.q.enqueueBatch,
-			named("n", int64(len(rows))),
-			named("items", s.insertTVP(rows)),
-			named("metadata", meta),
+			append(side, named("n", int64(len(rows))), named("items", s.insertTVP(rows)))...,
 		).Scan(&first)
 		if err != nil {
 			return nil, err
@@ -1308,9 +1312,6 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 	if err := u.Validate(); err != nil {
 		return jobs.QueueSettings{}, err
 	}
-	if u.FlowControlled() {
-		return jobs.QueueSettings{}, fmt.Errorf("sqlserver: update queue %s: max_workers_per_key, key_limits, sequence_on_dead_letter: %w", name, jobs.ErrFlowControlUnsupported)
-	}
 	seconds := func(d *time.Duration) int64 {
 		if d == nil {
 			return 0
@@ -1332,6 +1333,9 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 		named("setExec", flag(u.ExecutionTimeout != nil)), named("exec", seconds(u.ExecutionTimeout)),
 		named("setArchive", flag(u.ArchiveRetention != nil)), named("archive", retentionArg(u.ArchiveRetention)),
 		named("setDeadLetter", flag(u.DeadLetterRetention != nil)), named("deadLetter", retentionArg(u.DeadLetterRetention)),
+		named("setPerKey", flag(u.MaxWorkersPerKey != nil)), named("perKey", val(u.MaxWorkersPerKey)),
+		named("setSequence", flag(u.SequenceOnDeadLetter != nil)), named("sequence", int64(ptrOr(u.SequenceOnDeadLetter))),
+		named("keyLimits", s.keyLimitsTVP(u.KeyLimits)),
 	}
 	var out []jobs.QueueSettings
 	err := s.do(ctx, "update queue", idempotent, func(ctx context.Context) error {
@@ -1366,11 +1370,16 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 			var maxWorkers int64
 			var oldest sql.NullTime
 			var now time.Time
+			var busiest sql.NullString
 			if err := rows.Scan(&st.Queue, &st.Paused, &maxWorkers, &st.Pending, &st.Scheduled, &st.Fetched,
-				&st.Processing, &st.Archived, &st.DeadLettered, &oldest, &now); err != nil {
+				&st.Processing, &st.Archived, &st.DeadLettered, &oldest, &now,
+				&st.WaitingOnKey, &st.WaitingOnSequence, &busiest); err != nil {
 				return err
 			}
 			st.MaxWorkers = int(maxWorkers)
+			if st.BusiestKeys, err = busiestKeys(busiest); err != nil {
+				return fmt.Errorf("queue %s: busiest keys: %w", st.Queue, err)
+			}
 			if oldest.Valid {
 				st.OldestDueAt = oldest.Time.UTC()
 				st.Lag = now.Sub(oldest.Time)
@@ -1438,4 +1447,24 @@ func (s *Store) Now(ctx context.Context) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("sqlserver: read server time: %w", err)
 	}
 	return t.UTC(), nil
+}
+
+// keyLimitsTVP is the KeyLimitList of an update's key limits (empty to
+// leave them all), in key order so the statement's writes are in the
+// order of QueueKeyLimits' key.
+func (s *Store) keyLimitsTVP(ls map[string]int) mssql.TVP {
+	rows := make([]keyLimitRow, 0, len(ls))
+	for _, k := range slices.Sorted(maps.Keys(ls)) {
+		rows = append(rows, keyLimitRow{KeyName: k, MaxWorkers: int32(ls[k])})
+	}
+	return mssql.TVP{TypeName: s.schema + ".KeyLimitList", Value: rows}
+}
+
+// ptrOr is *p, or the zero value for nil.
+func ptrOr[T any](p *T) T {
+	var zero T
+	if p != nil {
+		return *p
+	}
+	return zero
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -372,8 +371,9 @@ func TestRenderedStatements(t *testing.T) {
 	// Its outer table is the candidate's rows, one seek of the clustered
 	// key each: INDEX and FORCESEEK, so that no estimate turns the join
 	// into a scan or a range of another index.
-	// (resurrect's candidates are picked first, into @pick).
-	outer := regexp.MustCompile(`AS [hd] WITH \(INDEX \(PK_(Jobs\w+)\), FORCESEEK, ` + skip + `\)\s+INNER JOIN (\(|@pick AS x ON x.Id = d.Id;)`)
+	// (resurrect's candidates are picked first, into @pick, and the
+	// claim's into @cand, which its flow control judges first.)
+	outer := regexp.MustCompile(`AS [hd] WITH \(INDEX \(PK_(Jobs\w+)\), FORCESEEK, ` + skip + `\)\s+INNER JOIN (\(|@pick AS x ON x.Id = d.Id;|@cand AS x ON x.Id = h.Id)`)
 	for _, name := range []string{"claim", "rescueFetched", "rescueZombies", "rescueExpired", "resurrect", "purge.dlq", "purge.archive", "trim.archive", "trim.dlq"} {
 		m := outer.FindStringSubmatch(all[name])
 		if m == nil || !strings.Contains(all[name], "[my_schema]."+m[1]+" AS ") {
@@ -401,8 +401,10 @@ func TestRenderedStatements(t *testing.T) {
 			t.Errorf("%s runs in the caller's transaction, maybe SNAPSHOT: no READPAST", name)
 		}
 	}
-	if strings.Contains(q.claim, "OVER (") {
-		t.Error("claim: no window function over the backlog")
+	// The claim's one window function ranks its own candidates (@cand, at
+	// most @n rows) by key, never the backlog.
+	if n, ranked := strings.Count(q.claim, "OVER ("), regexp.MustCompile(`OVER \([^()]*\) AS \w+\s+FROM @cand `).FindAllString(q.claim, -1); n != len(ranked) {
+		t.Errorf("claim: %d window functions, %d of them over @cand: no window function over the backlog", n, len(ranked))
 	}
 	// Every batch transition is guarded per row by ID, lease and status,
 	// and seeks the clustered key for each parameter row.
@@ -695,31 +697,34 @@ func TestUniqueEnqueueSendsItsKey(t *testing.T) {
 	}
 }
 
-// TestFlowControlRefusedUntilEnforced: until the claim enforces them (ADR
-// 0031), a job with a concurrency or sequence key, and a queue setting of
-// flow control, are refused with jobs.ErrFlowControlUnsupported on every
-// path, and no statement reaches the server.
-func TestFlowControlRefusedUntilEnforced(t *testing.T) {
-	s, rec := recordingStore(t)
+// TestFlowKeysTravelWithEveryEnqueue: a job's concurrency and sequence
+// keys reach the server in the @flowKeys side list (by the item's Ord) on
+// every path that inserts a job, and a batch without keys sends it empty.
+func TestFlowKeysTravelWithEveryEnqueue(t *testing.T) {
+	srv := newDoctorServer(t)
+	s, rec := srv.s, srv.rec
 	ctx := t.Context()
 	p := jobs.EnqueueParams{Type: "t", ConcurrencyKey: "tenant-7"}
 	q := jobs.EnqueueParams{Type: "t", SequenceKey: "account-9"}
-	one := 1
-	_, err1 := s.Enqueue(ctx, p)
-	_, err2 := s.EnqueueMany(ctx, []jobs.EnqueueParams{{Type: "t"}, q})
-	_, err3 := s.EnqueueTx(ctx, &sql.Tx{}, q)
-	_, err4 := s.FireSchedule(ctx, jobs.FireParams{Name: "s", Hash: "h", Tick: time.Now(), Next: time.Now().Add(time.Hour), Job: p})
-	_, err5 := s.UpdateQueue(ctx, "q", jobs.QueueUpdate{MaxWorkersPerKey: &one})
-	for i, err := range []error{err1, err2, err3, err4, err5} {
-		if !errors.Is(err, jobs.ErrFlowControlUnsupported) {
-			t.Errorf("path %d: %v, want ErrFlowControlUnsupported", i+1, err)
+	if _, err := s.Enqueue(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EnqueueMany(ctx, []jobs.EnqueueParams{{Type: "t"}, q, {Type: "t", IdempotencyKey: "k", ConcurrencyKey: "c", SequenceKey: "s"}}); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range rec.calls {
+		if !strings.Contains(c.query, "LEFT JOIN @flowKeys AS f ON f.Ord = i.Ord") {
+			continue
 		}
+		for _, r := range argsOf(c).tvp("flowKeys").([]flowKeyRow) {
+			got = append(got, fmt.Sprintf("%d %s/%s", r.Ord, ptrOr(r.ConcurrencyKey), ptrOr(r.SequenceKey)))
+		}
+		got = append(got, "|")
 	}
-	var be *jobs.BatchItemError
-	if !errors.As(err2, &be) || be.Index != 1 {
-		t.Errorf("EnqueueMany: %v, want it to name item 1", err2)
-	}
-	if n := rec.count(); n != 0 {
-		t.Errorf("%d statements sent for refused calls", n)
+	// The single job; the batch's keyed item alone, then its plain items
+	// (Ord is the index within each statement's list).
+	if want := []string{"0 tenant-7/", "|", "0 c/s", "|", "1 /account-9", "|"}; !slices.Equal(got, want) {
+		t.Fatalf("flow keys sent %q, want %q", got, want)
 	}
 }
