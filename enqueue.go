@@ -64,9 +64,9 @@ type EnqueueOpts struct {
 	// ConcurrencyKey counts the job against its queue's limit per key
 	// (MaxWorkersPerKey, KeyLimits), across every process; SequenceKey runs
 	// the queue's jobs of one key one at a time, in enqueue order. An Args
-	// type derives them per value through ArgsWithOpts (ADR 0031). The
-	// in-memory store enforces both; the SQL Server store refuses them
-	// (jobs.ErrFlowControlUnsupported) until its claim does.
+	// type derives them per value through ArgsWithOpts (ADR 0031). Both
+	// stores enforce them at claim; a store that cannot refuses them with
+	// jobs.ErrFlowControlUnsupported rather than ignore them.
 	ConcurrencyKey string
 	SequenceKey    string
 	// Metadata is kept with the job in every table and seen by its

@@ -299,7 +299,8 @@ func (d *doctorRun) checkDatabaseOptions(ctx context.Context) {
 			"that skips locked rows also says READCOMMITTEDLOCK, so claims and rescue skip locked rows as with it off")
 	} else {
 		d.ok("read committed snapshot", "off: plain reads (stats, listings) wait for writers, briefly; "+
-			"claims and rescue skip locked rows (READPAST) either way")
+			"claims and rescue skip locked rows (READPAST) either way, except flow control's reads of keys and "+
+			"sequences, which also wait for a caller's open transaction that enqueued a sequenced job (ADR 0031)")
 	}
 	switch snapshot {
 	case 1:

@@ -50,6 +50,9 @@ var doctorFamilies = []doctorFamily{
 	{"schedules", func(q *queries) []string {
 		return []string{q.syncSchedules, q.now, q.fireSchedule, q.enqueueKeyedTx, q.pauseSchedule, q.schedules, q.deleteSchedule}
 	}, (*doctorRun).familySchedules},
+	{"flow control", func(q *queries) []string {
+		return []string{q.updateQueue, q.enqueueBatch, q.claim, q.queueStats, q.release}
+	}, (*doctorRun).familyFlow},
 }
 
 // doctorCheckStatements are the statements the doctor's checks send
@@ -759,4 +762,77 @@ func (d *doctorRun) checkLeftovers(ctx context.Context) {
 		return
 	}
 	d.ok("nothing left", "the transaction was rolled back: no job, queue setting or schedule of the doctor's is left")
+}
+
+// familyFlow runs flow control's statements (ADR 0031) in a queue of its
+// own, so that its claims take none of the other families' jobs: a key
+// limited to one job at a time and a sequence under the hold policy; three
+// jobs of the key and two of the sequence; a claim that takes one of each
+// and parks the other three (the flow lock, the judgement, FlowWaits); the
+// waiting counts; a release of both, and a claim that unparks under the
+// flow lock and takes one of each again.
+func (d *doctorRun) familyFlow(ctx context.Context) (string, error) {
+	queue, key, seq := d.queue+"-flow", d.key+"key", d.key+"seq"
+	one, hold := 1, jobs.SequenceHold
+	_, err := d.st.UpdateQueue(ctx, queue, jobs.QueueUpdate{MaxWorkersPerKey: &one, KeyLimits: map[string]int{key: 1}, SequenceOnDeadLetter: &hold})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	var ps []jobs.EnqueueParams
+	for i := range 5 {
+		p := d.job(0)
+		p.Queue = queue
+		if i < 3 {
+			p.ConcurrencyKey = key
+		} else {
+			p.SequenceKey = seq
+		}
+		ps = append(ps, p)
+	}
+	_, err = d.st.EnqueueMany(ctx, ps)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	claim := func(round string) ([]jobs.LeaseRef, error) {
+		got, err := d.st.Claim(ctx, jobs.ClaimParams{WorkerID: d.worker, Queues: []string{queue}, Limit: len(ps)})
+		if err := d.after(ctx, err); err != nil {
+			return nil, err
+		}
+		var refs []jobs.LeaseRef
+		keys := map[string]int{}
+		for _, j := range got {
+			refs = append(refs, j.Ref())
+			keys[j.ConcurrencyKey+"/"+j.SequenceKey]++
+		}
+		if len(got) != 2 || keys[key+"/"] != 1 || keys["/"+seq] != 1 {
+			return refs, fmt.Errorf("sqlserver: the %s claim of a key limited to 1 (3 jobs) and a sequence (2 jobs) took %d jobs (%v), want one of each", round, len(got), keys)
+		}
+		return refs, nil
+	}
+	refs, err := claim("first")
+	if err != nil {
+		return "", err
+	}
+	stats, err := d.st.QueueStats(ctx)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	i := slices.IndexFunc(stats, func(s jobs.QueueStats) bool { return s.Queue == queue })
+	if i < 0 {
+		return "", fmt.Errorf("sqlserver: the queue stats name no queue %s after its first claim", queue)
+	}
+	if stats[i].WaitingOnKey != 2 || stats[i].WaitingOnSequence != 1 {
+		return "", fmt.Errorf("sqlserver: after the first claim the flow queue's stats are %+v, want 2 waiting on the key and 1 on the sequence", stats[i])
+	}
+	n, err := d.st.Release(ctx, refs)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if n != len(refs) {
+		return "", fmt.Errorf("sqlserver: released %d of the flow queue's %d claimed jobs", n, len(refs))
+	}
+	if _, err := claim("second"); err != nil {
+		return "", err
+	}
+	return "a key limited to 1 and a sequence: a claim took one of each and parked 3 (2 on the key, 1 on the sequence); after a release, a claim unparked and took one of each again", nil
 }
