@@ -245,7 +245,7 @@ func queueRows(qs ...jobs.QueueSettings) [][]driver.Value {
 	out := [][]driver.Value{}
 	for _, q := range qs {
 		out = append(out, []driver.Value{q.Name, q.Paused, int64(q.MaxWorkers), int64(q.ZombieTimeout / time.Second),
-			int64(q.ExecutionTimeout / time.Second), nil, nil})
+			int64(q.ExecutionTimeout / time.Second), nil, nil, int64(q.Weight)})
 	}
 	return out
 }
@@ -497,6 +497,10 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 			if a.i64("setPaused") == 1 {
 				p := a.i64("paused") == 1
 				u.Paused = &p
+			}
+			if a.i64("setWeight") == 1 {
+				n := int(a.i64("weight"))
+				u.Weight = &n
 			}
 			qs, err := mem().UpdateQueue(ctx, a.str("name"), u)
 			if err != nil {

@@ -1222,7 +1222,7 @@ SELECT ` + "{{dlqCols}}" + ` FROM {{s}}.JobsDLQ AS d WHERE d.Id = @id;`
 // queueColumns is what scanQueues reads of a Queues row. The retentions
 // stay NULL when not set: 0 there means keep forever.
 const queueColumns = `Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0),
-    ArchiveRetentionSeconds, DeadLetterRetentionSeconds`
+    ArchiveRetentionSeconds, DeadLetterRetentionSeconds, ISNULL(Weight, 0)`
 
 const qQueues = `SELECT ` + queueColumns + `
 FROM {{s}}.Queues ORDER BY Name;`
@@ -1258,6 +1258,8 @@ IF @@ROWCOUNT = 0
             CASE WHEN @setExec = 1 THEN NULLIF(@exec, 0) END,
             CASE WHEN @setArchive = 1 THEN NULLIF(@archive, -1) END,
             CASE WHEN @setDeadLetter = 1 THEN NULLIF(@deadLetter, -1) END);
+IF @setWeight = 1 -- the row just updated or inserted, already locked by this transaction
+    UPDATE {{s}}.Queues SET Weight = @weight WHERE Name = @q;
 COMMIT TRANSACTION;
 SELECT ` + queueColumns + `
 FROM {{s}}.Queues WHERE Name = @q;`

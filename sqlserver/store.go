@@ -1332,6 +1332,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 		named("setExec", flag(u.ExecutionTimeout != nil)), named("exec", seconds(u.ExecutionTimeout)),
 		named("setArchive", flag(u.ArchiveRetention != nil)), named("archive", retentionArg(u.ArchiveRetention)),
 		named("setDeadLetter", flag(u.DeadLetterRetention != nil)), named("deadLetter", retentionArg(u.DeadLetterRetention)),
+		named("setWeight", flag(u.Weight != nil)), named("weight", val(u.Weight)),
 	}
 	var out []jobs.QueueSettings
 	err := s.do(ctx, "update queue", idempotent, func(ctx context.Context) error {
