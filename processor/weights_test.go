@@ -55,13 +55,18 @@ func (l *claimLog) tally(from, to int) (first, claimed map[string]int) {
 	return first, claimed
 }
 
-// until returns how many claims it took to claim n jobs of queue q (0 if
-// they never were).
+// until returns how many claims it took to claim n jobs of queue q, or of
+// any queue for q "" (0 if they never were).
 func (l *claimLog) until(q string, n int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, c := range l.claims {
-		if n -= c.jobs[q]; n <= 0 {
+		for cq, k := range c.jobs {
+			if q == "" || cq == q {
+				n -= k
+			}
+		}
+		if n <= 0 {
 			return i + 1
 		}
 	}
