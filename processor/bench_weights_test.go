@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -14,17 +15,20 @@ import (
 // a database (500 us per call plus 5 us per row, 4 calls at a time, as in
 // BenchmarkClaimWithKeys), no-op jobs claimed 20 at a time by 64 workers,
 // two claims in flight. One op is one run of weightedClaims claimed jobs;
-// light-% is the weight-1 queue's share of them (the last run's), which
-// must be within 2 percentage points of 10% (the benchmark fails if not).
+// light-% is the weight-1 queue's share of them (of the run farthest from
+// 10%), which must be within 2 percentage points of 10% (the benchmark
+// fails if not).
 // Each claim is whole from the queue asked first, so the share of jobs is
 // the share of claims the picker gave the light queue.
 //
 //	go test -run xxx -bench BenchmarkWeightedQueues -benchtime=3x ./processor/
 func BenchmarkWeightedQueues(b *testing.B) {
 	b.Run("1to9", func(b *testing.B) {
-		var share float64
+		share := 10.0
 		for range b.N {
-			share = weightedShare(b, 1, 9)
+			if got := weightedShare(b, 1, 9); math.Abs(got-10) > math.Abs(share-10) {
+				share = got // the run farthest from 10%
+			}
 		}
 		b.ReportMetric(share, "light-%")
 		if share < 8 || share > 12 {
