@@ -143,6 +143,9 @@ type QueueSetting struct {
 	// SequenceOnDeadLetter (continue or hold) says whether a dead-lettered
 	// job holds its sequence.
 	SequenceOnDeadLetter *jobs.SequencePolicy
+	// Weight is the queue's share of the claims of a processor serving it
+	// beside other queues (ADR 0032): 1 (the default) to 1000.
+	Weight *int
 }
 
 // Default returns every default of docs/design.md (Configuration defaults).
@@ -327,6 +330,7 @@ func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
 			MaxWorkersPerKey:     clonePtr(s.MaxWorkersPerKey),
 			KeyLimits:            maps.Clone(s.KeyLimits),
 			SequenceOnDeadLetter: clonePtr(s.SequenceOnDeadLetter),
+			Weight:               clonePtr(s.Weight),
 		}
 	}
 	return out

@@ -188,6 +188,7 @@ var yamlCases = []struct {
 	{"QueueSettings.Mail.SequenceOnDeadLetter", "Hold", func(c *Config) {
 		c.QueueSettings["Mail"] = QueueSetting{SequenceOnDeadLetter: ptr(jobs.SequenceHold)}
 	}},
+	{"QueueSettings.Mail.Weight", "9", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{Weight: ptr(9)} }},
 	{"FetchedJobTimeoutSeconds", "300", func(c *Config) { c.Recovery.FetchedJobTimeout = 5 * time.Minute }},
 	{"ZombieTimeoutSeconds", "1200", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 20 * time.Minute }},
 	{"MaxRetries", "5", func(c *Config) { c.Retry.MaxAttempts = 5 }},
@@ -287,7 +288,7 @@ func custom() *Config {
 	c.Retry = Retry{MaxAttempts: 9, BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: 0}
 	c.Recovery = Recovery{ScanInterval: 10 * time.Second, FetchedJobTimeout: 3 * time.Minute, ProcessingZombieTimeout: 4 * time.Minute}
 	c.QueueSettings = map[string]QueueSetting{
-		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2)},
+		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2), Weight: ptr(9)},
 		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second),
 			MaxWorkersPerKey: ptr(2), KeyLimits: map[string]int{"Big": 5, "small": 1}, SequenceOnDeadLetter: ptr(jobs.SequenceHold)},
 	}
@@ -331,7 +332,7 @@ func TestQueueUpdates(t *testing.T) {
 	c := custom()
 	got := c.QueueUpdates()
 	want := map[string]jobs.QueueUpdate{
-		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2)},
+		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2), Weight: ptr(9)},
 		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second),
 			MaxWorkersPerKey: ptr(2), KeyLimits: map[string]int{"Big": 5, "small": 1}, SequenceOnDeadLetter: ptr(jobs.SequenceHold)},
 	}
@@ -365,7 +366,7 @@ func TestStringRoundTrip(t *testing.T) {
 	}
 	s := c.String()
 	for _, want := range []string{"# environment: Production; storage: memory", "ChokaQ:", "  Execution:", "    PollInterval: 2s", "    DefaultTimeout: 1h\n", "    Concurrency: 4", "  QueueSettings:", "    Mail:",
-		"      MaxWorkersPerKey: 2", "      KeyLimits:\n        Big: 5\n        small: 1", "      SequenceOnDeadLetter: hold"} {
+		"      MaxWorkersPerKey: 2", "      Weight: 9", "      KeyLimits:\n        Big: 5\n        small: 1", "      SequenceOnDeadLetter: hold"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("String() lacks %q:\n%s", want, s)
 		}

@@ -122,6 +122,7 @@ var queueKeys = []queueKeyDef{
 	// (target.flowKey), its value that key's cap.
 	{name: keyLimitsKey, kind: kindInt, section: true},
 	{name: "SequenceOnDeadLetter", kind: kindSequencePolicy, set: func(s *QueueSetting, v any) { p := v.(jobs.SequencePolicy); s.SequenceOnDeadLetter = &p }},
+	{name: "Weight", kind: kindInt, set: func(s *QueueSetting, v any) { n := v.(int); s.Weight = &n }},
 }
 
 // keyLimitsKey is the per-queue section of concurrency keys' own caps:
@@ -262,7 +263,7 @@ func match(path []string, joinQueue string) (target, string) {
 			return target{}, "must be a section of queues, each a section of settings (e.g. ChokaQ.QueueSettings.default.MaxWorkers)"
 		case 2:
 			return target{}, "must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds, " +
-				"ArchiveRetention, DeadLetterRetention, MaxWorkersPerKey, KeyLimits, SequenceOnDeadLetter)"
+				"ArchiveRetention, DeadLetterRetention, MaxWorkersPerKey, KeyLimits, SequenceOnDeadLetter, Weight)"
 		}
 		last := path[len(path)-1]
 		// QueueSettings.<queue>.KeyLimits.<key>: the concurrency key is the

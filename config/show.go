@@ -114,6 +114,7 @@ type showQueue struct {
 	MaxWorkersPerKey        *int           `yaml:"MaxWorkersPerKey,omitempty" json:"MaxWorkersPerKey,omitempty"`
 	KeyLimits               map[string]int `yaml:"KeyLimits,omitempty" json:"KeyLimits,omitempty"`
 	SequenceOnDeadLetter    *string        `yaml:"SequenceOnDeadLetter,omitempty" json:"SequenceOnDeadLetter,omitempty"`
+	Weight                  *int           `yaml:"Weight,omitempty" json:"Weight,omitempty"`
 }
 
 // String renders the configuration as appsettings.yaml would hold it, with
@@ -194,7 +195,8 @@ func (c *Config) shown() showFile {
 			f.ChokaQ.QueueSettings[name] = showQueue{Paused: s.Paused, MaxWorkers: s.MaxWorkers,
 				ZombieTimeoutSeconds: wholeSeconds(s.ZombieTimeout), ExecutionTimeoutSeconds: wholeSeconds(s.ExecutionTimeout),
 				ArchiveRetention: queueRetentionText(s.ArchiveRetention), DeadLetterRetention: queueRetentionText(s.DeadLetterRetention),
-				MaxWorkersPerKey: s.MaxWorkersPerKey, KeyLimits: s.KeyLimits, SequenceOnDeadLetter: policyText(s.SequenceOnDeadLetter)}
+				MaxWorkersPerKey: s.MaxWorkersPerKey, KeyLimits: s.KeyLimits, SequenceOnDeadLetter: policyText(s.SequenceOnDeadLetter),
+				Weight: s.Weight}
 		}
 	}
 	if len(c.Schedules) > 0 {

@@ -342,7 +342,14 @@ func (c *Config) validateQueue(v checker, name string) error {
 			return v.fail(id+"."+r.key, *r.d, "must be 0 (keep forever), default (Retention's), or whole seconds between 1s and "+shortDuration(jobs.MaxRetention))
 		}
 	}
-	return validateFlow(v, id, s)
+	if err := validateFlow(v, id, s); err != nil {
+		return err
+	}
+	// The weight by the store's own rule, under the key.
+	if ve, ok := errors.AsType[*jobs.ValidationError]((jobs.QueueUpdate{Weight: s.Weight}).Validate()); ok {
+		return v.fail(id+".Weight", ve.Value, ve.Rule)
+	}
+	return nil
 }
 
 // validateFlow checks a queue's flow-control keys by the store's own rules

@@ -557,6 +557,20 @@ func TestJobPageShowsTheEffectivePolicy(t *testing.T) {
 		`<dd id="job-timeout">42s (kind)</dd>`, `<dd id="job-zombie">retry 0 of 2 used</dd>`)
 }
 
+// The queue page shows the queue's weight (ADR 0032), 1 when it sets none.
+func TestQueuePageShowsTheWeight(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	if _, err := f.store.UpdateQueue(ctx, "mail", jobs.QueueUpdate{Weight: intp(9)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.UpdateQueue(ctx, "reports", jobs.QueueUpdate{MaxWorkers: intp(2)}); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, f.get("/queue/mail"), http.StatusOK, `weight <span id="queue-weight">9</span> · zombie`)
+	wantStatus(t, f.get("/queue/reports"), http.StatusOK, `weight <span id="queue-weight">1</span> <span class="sub">(default)</span>`)
+}
+
 // The queue page shows its flow control: the limits, and how many Pending
 // jobs wait on a key limit or a sequence (ADR 0031).
 func TestQueuePageShowsFlowControl(t *testing.T) {

@@ -259,6 +259,10 @@ type QueueSettings struct {
 	// SequenceOnDeadLetter says whether a dead-lettered job holds its
 	// sequence (SequenceHold) or lets the next run (SequenceContinue).
 	SequenceOnDeadLetter SequencePolicy
+	// Weight is the queue's share of the claims of a processor serving it
+	// beside other queues, while they have work (ADR 0032): 1 to
+	// MaxQueueWeight, 0 (not set) weighs DefaultQueueWeight (ClaimWeight).
+	Weight int
 }
 
 // KeepForever is a queue's retention that deletes nothing (0 in the
@@ -282,6 +286,9 @@ type QueueUpdate struct {
 	// key's own (it then follows MaxWorkersPerKey). nil leaves them all.
 	KeyLimits            map[string]int
 	SequenceOnDeadLetter *SequencePolicy
+	// Weight sets the queue's weight, 1 to MaxQueueWeight (ADR 0032);
+	// unlike the other settings, 0 is refused: set 1, the default.
+	Weight *int
 }
 
 // QueueStats is one queue's operator view.
@@ -346,6 +353,9 @@ func (u QueueUpdate) Validate() error {
 		return err
 	}
 	if err := checkQueueRetention("dead_letter_retention", u.DeadLetterRetention); err != nil {
+		return err
+	}
+	if err := u.checkWeight(); err != nil {
 		return err
 	}
 	return u.checkFlow()
@@ -415,6 +425,9 @@ func (u QueueUpdate) Apply(s QueueSettings) QueueSettings {
 	}
 	if u.DeadLetterRetention != nil {
 		s.DeadLetterRetention = *u.DeadLetterRetention
+	}
+	if u.Weight != nil {
+		s.Weight = *u.Weight
 	}
 	return u.applyFlow(s)
 }

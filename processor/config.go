@@ -18,7 +18,10 @@ import (
 type Config struct {
 	// WorkerID names this processor in the store (default host-pid-random).
 	WorkerID string
-	// Queues served, tried in rotating order (default ["default"]).
+	// Queues served (default ["default"]). Each claim asks them in the
+	// order of their stored weights (jobs.QueueSettings.Weight, ADR 0032):
+	// a queue of weight 9 beside one of weight 1 is asked first in nine
+	// claims of ten; queues of equal weight take turns.
 	Queues []string
 
 	Concurrency  int // worker goroutines (10)

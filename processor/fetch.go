@@ -29,8 +29,8 @@ type claimed struct {
 type fetchState struct {
 	wait, errWait time.Duration // before the next claim; after a failed one
 	full          bool          // the last claim came back full: the queues have more
-	refreshed     time.Time     // the paused view was last read
-	next          int           // which queue to ask first
+	refreshed     time.Time     // the paused view (and the weights) was last read
+	pick          *picker       // orders each claim's queues by weight
 	// idle: the last claim came back empty, so the next poll probes
 	// before it claims (when the store can probe).
 	idle bool
@@ -49,7 +49,7 @@ type fetchState struct {
 func (p *Processor) fetchLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	fs := fetchState{wait: p.minPoll, errWait: p.cfg.PollInterval}
+	fs := fetchState{wait: p.minPoll, errWait: p.cfg.PollInterval, pick: newPicker(p.cfg.Queues)}
 	done := make(chan claimed, maxClaimsInFlight)
 	inFlight, reserved := 0, 0
 	var nextAt time.Time // no claim before
@@ -71,9 +71,10 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 			p.claimedJobs(ctx, c, &fs)
 			nextAt = time.Now().Add(p.jittered(fs.wait))
 		}
-		// The paused view only judges buffered jobs: with none, reading it
-		// would be an idle processor's second call per poll.
-		if p.buf.len() > 0 && time.Since(fs.refreshed) > 5*p.cfg.PollInterval {
+		// The paused view judges buffered jobs, and the weights order the
+		// claims of two or more queues: read them at most once per five
+		// polls, and not at all for one queue with nothing buffered.
+		if (p.buf.len() > 0 || len(p.cfg.Queues) > 1) && time.Since(fs.refreshed) > 5*p.cfg.PollInterval {
 			p.refreshPaused(ctx)
 			fs.refreshed = time.Now()
 		}
@@ -92,8 +93,7 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 				break
 			}
 			n := min(p.cfg.BatchSize, room)
-			queues := rotate(p.cfg.Queues, fs.next)
-			fs.next++
+			queues := fs.pick.next(p.paused.Load().weightOf)
 			inFlight++
 			reserved += n
 			go func() {

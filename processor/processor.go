@@ -242,19 +242,12 @@ func (p *Processor) shutdown(ctx context.Context) error {
 	return err
 }
 
-func rotate(qs []string, n int) []string {
-	if len(qs) < 2 {
-		return qs
-	}
-	k := n % len(qs)
-	out := make([]string, 0, len(qs))
-	return append(append(out, qs[k:]...), qs[:k]...)
-}
-
-// pausedView is the processor's last read of which queues are paused.
+// pausedView is the processor's last read of the queue settings: which
+// queues are paused, and the weights its claims are ordered by (picker).
 type pausedView struct {
-	at     time.Time // when the read began
-	queues map[string]bool
+	at      time.Time // when the read began
+	queues  map[string]bool
+	weights map[string]int // by QueueKey; a queue without a row weighs 1
 }
 
 func (p *Processor) refreshPaused(ctx context.Context) {
@@ -263,13 +256,14 @@ func (p *Processor) refreshPaused(ctx context.Context) {
 	if err != nil {
 		return // keep the last view; claims themselves skip paused queues
 	}
-	m := map[string]bool{}
+	m, w := map[string]bool{}, map[string]int{}
 	for _, q := range qs {
 		if q.Paused {
 			m[jobs.QueueKey(q.Name)] = true // a job's spelling may differ from the row's
 		}
+		w[jobs.QueueKey(q.Name)] = q.ClaimWeight()
 	}
-	p.paused.Store(&pausedView{at: at, queues: m})
+	p.paused.Store(&pausedView{at: at, queues: m, weights: w})
 }
 
 // pausedSinceClaim reports whether f's queue was seen paused after f was

@@ -249,7 +249,7 @@ func queueRows(qs ...jobs.QueueSettings) [][]driver.Value {
 	for _, q := range qs {
 		out = append(out, []driver.Value{q.Name, q.Paused, int64(q.MaxWorkers), int64(q.ZombieTimeout / time.Second),
 			int64(q.ExecutionTimeout / time.Second), nil, nil, int64(q.MaxWorkersPerKey), int64(q.SequenceOnDeadLetter),
-			keyLimitsJSON(q.KeyLimits)})
+			keyLimitsJSON(q.KeyLimits), int64(q.Weight)})
 	}
 	return out
 }
@@ -525,6 +525,10 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 				for _, r := range rows {
 					u.KeyLimits[r.KeyName] = int(r.MaxWorkers)
 				}
+			}
+			if a.i64("setWeight") == 1 {
+				n := int(a.i64("weight"))
+				u.Weight = &n
 			}
 			qs, err := mem().UpdateQueue(ctx, a.str("name"), u)
 			if err != nil {

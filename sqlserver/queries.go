@@ -1393,7 +1393,8 @@ SELECT ` + "{{dlqCols}}" + ` FROM {{s}}.JobsDLQ AS d WHERE d.Id = @id;`
 // JSON escapes any key), at most jobs.MaxKeyLimits rows.
 const queueColumns = `Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0),
     ArchiveRetentionSeconds, DeadLetterRetentionSeconds, ISNULL(MaxWorkersPerKey, 0), ISNULL(SequenceOnDeadLetter, 0),
-    (SELECT l.KeyName AS k, l.MaxWorkers AS n FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = Name ORDER BY l.KeyName FOR JSON PATH)`
+    (SELECT l.KeyName AS k, l.MaxWorkers AS n FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = Name ORDER BY l.KeyName FOR JSON PATH),
+    ISNULL(Weight, 0)`
 
 const qQueues = `SELECT ` + queueColumns + `
 FROM {{s}}.Queues ORDER BY Name;`
@@ -1446,6 +1447,8 @@ WHERE l.Queue = @q AND k.MaxWorkers > 0;
 INSERT INTO {{s}}.QueueKeyLimits WITH (ROWLOCK) (Queue, KeyName, MaxWorkers)
 SELECT @q, k.KeyName, k.MaxWorkers FROM @keyLimits AS k
 WHERE k.MaxWorkers > 0 AND NOT EXISTS (SELECT 1 FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = @q AND l.KeyName = k.KeyName);
+IF @setWeight = 1 -- the row just updated or inserted, already locked by this transaction
+    UPDATE {{s}}.Queues SET Weight = @weight WHERE Name = @q;
 COMMIT TRANSACTION;
 SELECT ` + queueColumns + `
 FROM {{s}}.Queues WHERE Name = @q;`

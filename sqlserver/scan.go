@@ -93,12 +93,12 @@ func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
 	var out []jobs.QueueSettings
 	for rows.Next() {
 		var q jobs.QueueSettings
-		var maxWorkers, zombie, exec int64
+		var maxWorkers, zombie, exec, weight int64
 		var archive, deadLetter sql.NullInt64
 		var perKey, sequence int64
 		var keyLimits sql.NullString
 		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec, &archive, &deadLetter,
-			&perKey, &sequence, &keyLimits); err != nil {
+			&perKey, &sequence, &keyLimits, &weight); err != nil {
 			return nil, err
 		}
 		q.MaxWorkersPerKey, q.SequenceOnDeadLetter = int(perKey), jobs.SequencePolicy(sequence)
@@ -118,6 +118,7 @@ func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
 		q.MaxWorkers = int(maxWorkers)
 		q.ZombieTimeout, q.ExecutionTimeout = time.Duration(zombie)*time.Second, time.Duration(exec)*time.Second
 		q.ArchiveRetention, q.DeadLetterRetention = retentionOf(archive), retentionOf(deadLetter)
+		q.Weight = int(weight)
 		out = append(out, q)
 	}
 	return out, rows.Err()

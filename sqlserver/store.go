@@ -1336,6 +1336,7 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 		named("setPerKey", flag(u.MaxWorkersPerKey != nil)), named("perKey", val(u.MaxWorkersPerKey)),
 		named("setSequence", flag(u.SequenceOnDeadLetter != nil)), named("sequence", int64(ptrOr(u.SequenceOnDeadLetter))),
 		named("keyLimits", s.keyLimitsTVP(u.KeyLimits)),
+		named("setWeight", flag(u.Weight != nil)), named("weight", val(u.Weight)),
 	}
 	var out []jobs.QueueSettings
 	err := s.do(ctx, "update queue", idempotent, func(ctx context.Context) error {

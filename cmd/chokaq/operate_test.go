@@ -430,6 +430,34 @@ func TestEnvironmentOverlayAndPrecedence(t *testing.T) {
 	wantExit(t, runBinaryEnv(t, dir, nil, "--config", "nowhere.yaml", "stats"), exitUsage, "nowhere.yaml")
 }
 
+// queues set --weight stores the queue's weight (ADR 0032), which queues
+// list shows (1 for a queue that sets none); a weight out of 1-1000 is
+// refused naming the queue and the value.
+func TestQueuesSetWeightAndListShowsIt(t *testing.T) {
+	s := memstore.New()
+	set := runIn(t, s, "", "queues", "set", "mail", "--weight", "9", "-o", "json")
+	wantExit(t, set, exitOK)
+	var q jobs.QueueSettings
+	if err := json.Unmarshal([]byte(set.stdout), &q); err != nil || q.Weight != 9 {
+		t.Fatalf("queues set --weight 9 -o json: %+v, %v\n%s", q, err, set.stdout)
+	}
+	wantExit(t, runIn(t, s, "", "queues", "set", "audit", "--max-workers", "2"), exitOK)
+	list := runIn(t, s, "", "queues", "list")
+	wantExit(t, list, exitOK)
+	lines := strings.Split(strings.TrimSpace(list.stdout), "\n")
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "WEIGHT") ||
+		!strings.HasSuffix(lines[1], " 1") || !strings.HasPrefix(lines[1], "audit") ||
+		!strings.HasSuffix(lines[2], " 9") || !strings.HasPrefix(lines[2], "mail") {
+		t.Fatalf("queues list, want WEIGHT last, audit 1 and mail 9:\n%s", list.stdout)
+	}
+	for _, bad := range []string{"0", "-1", "1001"} {
+		wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--weight", bad), exitUsage, "queue mail", "weight "+bad, "between 1 (the default) and 1000")
+	}
+	if qs, _ := s.Queues(context.Background()); qs[1].Weight != 9 {
+		t.Fatalf("after the refused weights: %+v", qs[1])
+	}
+}
+
 // queues set takes the flow-control settings (ADR 0031), --key-limit N=0
 // removes one key's own cap, the list shows them, and stats counts the
 // jobs they hold back.
@@ -450,7 +478,7 @@ func TestQueuesSetFlowControlAndStatsCountWhatItHoldsBack(t *testing.T) {
 	wantExit(t, list, exitOK)
 	lines := strings.Split(strings.TrimSpace(list.stdout), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "PER KEY") || !strings.Contains(lines[0], "KEY LIMITS") ||
-		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "1 big=3 hold") {
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "1 big=3 hold 1") {
 		t.Fatalf("queues list:\n%s", list.stdout)
 	}
 

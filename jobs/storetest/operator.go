@@ -3,6 +3,8 @@ package storetest
 import (
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -380,6 +382,30 @@ var operatorCases = []testCase{
 		wantInvalid(t, err, "max_workers")
 		_, err = h.Store.UpdateQueue(ctxOf(t), "bad\x01name", jobs.QueueUpdate{})
 		wantInvalid(t, err, "queue")
+	}},
+	{"QueueWeightRoundTripsAndAnInvalidOneIsRefused", func(t *testing.T, h *Harness) {
+		s, err := h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{MaxWorkers: intp(4)})
+		if err != nil || s.Weight != 0 || s.ClaimWeight() != jobs.DefaultQueueWeight {
+			t.Fatalf("a queue without a weight = %+v, %v; want Weight 0, weighing %d", s, err, jobs.DefaultQueueWeight)
+		}
+		if s, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{Weight: intp(9)}); err != nil || s.Weight != 9 || s.MaxWorkers != 4 {
+			t.Fatalf("UpdateQueue(Weight 9) = %+v, %v; want weight 9 beside MaxWorkers 4", s, err)
+		}
+		want := jobs.QueueSettings{Name: "mail", MaxWorkers: 4, Weight: 9}
+		qs, err := h.Store.Queues(ctxOf(t))
+		if err != nil || len(qs) != 1 || !qs[0].Equal(want) {
+			t.Fatalf("Queues() = %+v, %v; want [%+v]", qs, err, want)
+		}
+		for _, bad := range []int{0, -1, jobs.MaxQueueWeight + 1} {
+			_, err = h.Store.UpdateQueue(ctxOf(t), "mail", jobs.QueueUpdate{Weight: intp(bad)})
+			wantInvalid(t, err, "weight")
+			if !strings.Contains(err.Error(), strconv.Itoa(bad)) {
+				t.Fatalf("weight %d refused with %q, which does not name it", bad, err)
+			}
+		}
+		if qs, err = h.Store.Queues(ctxOf(t)); err != nil || len(qs) != 1 || qs[0].Weight != 9 {
+			t.Fatalf("after the refused updates Queues() = %+v, %v; want weight 9 kept", qs, err)
+		}
 	}},
 	{"QueueStatsCountsEveryState", func(t *testing.T, h *Harness) {
 		setQueue(t, h, "idle", jobs.QueueUpdate{Paused: boolp(true)})

@@ -1,0 +1,10 @@
+-- Undoes version 12: every queue weighs 1 again.
+SET QUOTED_IDENTIFIER ON;
+SET ANSI_NULLS ON;
+SET XACT_ABORT ON;
+
+BEGIN TRANSACTION;
+
+ALTER TABLE {{.Schema}}.Queues DROP COLUMN Weight;
+
+COMMIT TRANSACTION;
