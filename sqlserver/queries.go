@@ -583,7 +583,8 @@ func keyLimitOf(k string) string {
 // keyRunning counts concurrency key k's Fetched and Processing jobs, one
 // seek of IX_JobsHot_KeyActive (its filter repeated, so it matches).
 func keyRunning(k string) string {
-	return `(SELECT COUNT(*) FROM {{s}}.JobsHot AS a WHERE a.Queue = @q AND a.ConcurrencyKey = ` + k + ` AND a.Status IN (1, 2))`
+	return `(SELECT COUNT(*) FROM {{s}}.JobsHot AS a
+                WHERE a.Queue = @q AND a.ConcurrencyKey IS NOT NULL AND a.ConcurrencyKey = ` + k + ` AND a.Status IN (1, 2))`
 }
 
 // seqRunning is true while sequence k has a Fetched or Processing member
@@ -591,24 +592,28 @@ func keyRunning(k string) string {
 // letter of k before member id holds it (IX_JobsDLQ_Sequence; a cancelled
 // job never holds its sequence).
 func seqRunning(k string) string {
-	return `EXISTS (SELECT 1 FROM {{s}}.JobsHot AS a WHERE a.Queue = @q AND a.SequenceKey = ` + k + ` AND a.Status IN (1, 2))`
+	return `EXISTS (SELECT 1 FROM {{s}}.JobsHot AS a
+                WHERE a.Queue = @q AND a.SequenceKey IS NOT NULL AND a.SequenceKey = ` + k + ` AND a.Status IN (1, 2))`
 }
 
 func seqHeld(k, id string) string {
 	return `(@hold = 1 AND EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS d
-                WHERE d.Queue = @q AND d.SequenceKey = ` + k + ` AND d.Id < ` + id + ` AND d.FailureReason <> 1))`
+                WHERE d.Queue = @q AND d.SequenceKey IS NOT NULL AND d.SequenceKey = ` + k + ` AND d.Id < ` + id + ` AND d.FailureReason <> 1))`
 }
 
 // claimUnpark returns to Status 0 the parked jobs that have room now, at
-// most @limit of each key or sequence that FlowWaits names, and at most
-// @limit in all (what one claim can take; the rest wait for the next):
+// most @limit on keys and @limit on sequences (what one claim can take;
+// the rest wait for the next), and at most @limit of any one key:
 // a key's best parked jobs, as many as its limit less its running jobs; a
 // sequence's first hot member, if parked, with no member running and no
-// dead letter holding it. Then it deletes the FlowWaits rows with no
-// parked job left (one whose jobs were all unparked, cancelled or
-// resurrected).
+// dead letter holding it. A parked row another statement holds (a cancel
+// in flight) is read past, not waited for: a cancel holds its listed rows
+// while it waits for a claim's candidate, and that claim may wait for this
+// flow lock; the row stays parked for the next claim. Then it deletes the
+// FlowWaits rows with no parked job left (one whose jobs were all
+// unparked, cancelled or resurrected).
 var claimUnpark = `UPDATE h SET Status = 0, LastUpdatedUtc = @now
-        FROM {{s}}.JobsHot AS h WITH (INDEX (PK_JobsHot), FORCESEEK, ROWLOCK)
+        FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
         INNER JOIN (
             SELECT TOP (@limit) p.Id
             FROM {{s}}.FlowWaits AS fw
@@ -622,12 +627,12 @@ var claimUnpark = `UPDATE h SET Status = 0, LastUpdatedUtc = @now
         ) AS x ON x.Id = h.Id
         WHERE h.Status = 3;
         UPDATE h SET Status = 0, LastUpdatedUtc = @now
-        FROM {{s}}.JobsHot AS h WITH (INDEX (PK_JobsHot), FORCESEEK, ROWLOCK)
+        FROM {{s}}.JobsHot AS h WITH (` + outerHotHints + `)
         INNER JOIN (
             SELECT TOP (@limit) f.Id
             FROM {{s}}.FlowWaits AS fw
             CROSS APPLY (SELECT TOP (1) m.Id, m.Status FROM {{s}}.JobsHot AS m
-                WHERE m.Queue = @q AND m.SequenceKey = fw.KeyName ORDER BY m.Id) AS f
+                WHERE m.Queue = @q AND m.SequenceKey IS NOT NULL AND m.SequenceKey = fw.KeyName ORDER BY m.Id) AS f
             WHERE fw.Queue = @q AND fw.Kind = 4 AND f.Status = 4
               AND NOT ` + seqRunning("fw.KeyName") + `
               AND NOT ` + seqHeld("fw.KeyName", "f.Id") + `
@@ -638,7 +643,8 @@ var claimUnpark = `UPDATE h SET Status = 0, LastUpdatedUtc = @now
           AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS w WHERE w.Queue = @q AND w.ConcurrencyKey = fw.KeyName AND w.Status = 3);
         DELETE fw FROM {{s}}.FlowWaits AS fw WITH (ROWLOCK)
         WHERE fw.Queue = @q AND fw.Kind = 4
-          AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS w WHERE w.Queue = @q AND w.SequenceKey = fw.KeyName AND w.Status = 4);`
+          AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS w
+              WHERE w.Queue = @q AND w.SequenceKey IS NOT NULL AND w.SequenceKey = fw.KeyName AND w.Status = 4);`
 
 // claimJudge marks the candidates that may not run now with the status
 // they park in, parks them, and names their key or sequence in FlowWaits.
@@ -649,7 +655,8 @@ var claimUnpark = `UPDATE h SET Status = 0, LastUpdatedUtc = @now
 // includes what earlier rounds of this claim took.
 var claimJudge = `UPDATE c SET Park = 4 FROM @cand AS c
             WHERE c.SKey IS NOT NULL
-              AND (EXISTS (SELECT 1 FROM {{s}}.JobsHot AS m WHERE m.Queue = @q AND m.SequenceKey = c.SKey AND m.Id < c.Id)
+              AND (EXISTS (SELECT 1 FROM {{s}}.JobsHot AS m
+                           WHERE m.Queue = @q AND m.SequenceKey IS NOT NULL AND m.SequenceKey = c.SKey AND m.Id < c.Id)
                    OR ` + seqRunning("c.SKey") + `
                    OR ` + seqHeld("c.SKey", "c.Id") + `);
             DELETE FROM @room;
@@ -1393,7 +1400,8 @@ SELECT ` + "{{dlqCols}}" + ` FROM {{s}}.JobsDLQ AS d WHERE d.Id = @id;`
 // JSON escapes any key), at most jobs.MaxKeyLimits rows.
 const queueColumns = `Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeoutSeconds, 0), ISNULL(ExecutionTimeoutSeconds, 0),
     ArchiveRetentionSeconds, DeadLetterRetentionSeconds, ISNULL(MaxWorkersPerKey, 0), ISNULL(SequenceOnDeadLetter, 0),
-    (SELECT l.KeyName AS k, l.MaxWorkers AS n FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = Name ORDER BY l.KeyName FOR JSON PATH),
+    (SELECT TOP (` + "{{maxKeyLimits}}" + `) l.KeyName AS k, l.MaxWorkers AS n FROM {{s}}.QueueKeyLimits AS l
+        WHERE l.Queue = Queues.Name ORDER BY l.KeyName FOR JSON PATH),
     ISNULL(Weight, 0)`
 
 const qQueues = `SELECT ` + queueColumns + `
@@ -1796,6 +1804,7 @@ func render(name string) *queries {
 		"{{archiveCols}}", cols(unifiedArchive, "a"),
 		"{{dlqCols}}", cols(unifiedDLQ, "d"),
 		"{{maxBusiestKeys}}", strconv.Itoa(jobs.MaxBusiestKeys),
+		"{{maxKeyLimits}}", strconv.Itoa(jobs.MaxKeyLimits),
 	)
 	q := &queries{
 		enqueueKeyed:       r.Replace(strings.Replace(ownTx(keyedPrologue, keyedBody), "{{insertKeyed}}", keyedInsert, 1)),
