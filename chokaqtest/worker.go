@@ -236,6 +236,13 @@ type claimOnce struct {
 	claimed bool
 }
 
+// ClaimHeld hides the memory store's own: the processor must claim
+// through Claim, the one claim of the one job.
+func (c *claimOnce) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimResult, error) {
+	got, err := c.Claim(ctx, p)
+	return jobs.ClaimResult{Jobs: got}, err
+}
+
 func (c *claimOnce) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -152,11 +152,11 @@ func (s QueueSettings) Equal(o QueueSettings) bool {
 		s.ZombieTimeout == o.ZombieTimeout && s.ExecutionTimeout == o.ExecutionTimeout &&
 		s.ArchiveRetention == o.ArchiveRetention && s.DeadLetterRetention == o.DeadLetterRetention &&
 		s.MaxWorkersPerKey == o.MaxWorkersPerKey && maps.Equal(s.KeyLimits, o.KeyLimits) &&
-		s.SequenceOnDeadLetter == o.SequenceOnDeadLetter && s.Weight == o.Weight
+		s.SequenceOnDeadLetter == o.SequenceOnDeadLetter && s.Weight == o.Weight && s.RateLimit == o.RateLimit
 }
 
 // IsZero reports whether u changes nothing.
 func (u QueueUpdate) IsZero() bool {
 	return u.Paused == nil && u.MaxWorkers == nil && u.ZombieTimeout == nil && u.ExecutionTimeout == nil &&
-		u.ArchiveRetention == nil && u.DeadLetterRetention == nil && u.Weight == nil && !u.FlowControlled()
+		u.ArchiveRetention == nil && u.DeadLetterRetention == nil && u.Weight == nil && u.RateLimit == nil && !u.FlowControlled()
 }

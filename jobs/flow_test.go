@@ -27,6 +27,8 @@ func TestQueueSettingsEqualComparesEveryField(t *testing.T) {
 			f.SetUint(1)
 		case reflect.Map:
 			f.Set(reflect.ValueOf(map[string]int{"k": 1}))
+		case reflect.Struct:
+			f.Set(reflect.ValueOf(RateLimit{Count: 1, Window: time.Second}))
 		default:
 			t.Fatalf("field %s: kind %s not covered by this test", typ.Field(i).Name, f.Kind())
 		}

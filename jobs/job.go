@@ -263,6 +263,9 @@ type QueueSettings struct {
 	// beside other queues, while they have work (ADR 0032): 1 to
 	// MaxQueueWeight, 0 (not set) weighs DefaultQueueWeight (ClaimWeight).
 	Weight int
+	// RateLimit lets at most Count of the queue's jobs be claimed per
+	// Window, across every process (ADR 0033); zero is none.
+	RateLimit RateLimit
 }
 
 // KeepForever is a queue's retention that deletes nothing (0 in the
@@ -289,6 +292,10 @@ type QueueUpdate struct {
 	// Weight sets the queue's weight, 1 to MaxQueueWeight (ADR 0032);
 	// unlike the other settings, 0 is refused: set 1, the default.
 	Weight *int
+	// RateLimit sets the queue's rate limit; a pointer to the zero value
+	// removes it. A change applies to the open window: a lower count than
+	// it has used lets nothing more in until it closes.
+	RateLimit *RateLimit
 }
 
 // QueueStats is one queue's operator view.
@@ -311,6 +318,13 @@ type QueueStats struct {
 	// earlier job of their sequence unfinished. Both are in Pending too.
 	WaitingOnKey      int64
 	WaitingOnSequence int64
+	// WindowUsed is how many claims the queue's open rate-limit window
+	// has taken, and WindowEndsAt when it closes (zero: no open window);
+	// WaitingOnRate counts the due Pending jobs while it has none left
+	// (ADR 0033).
+	WindowUsed    int
+	WindowEndsAt  time.Time
+	WaitingOnRate int64
 	// BusiestKeys are the concurrency keys with the most Fetched and
 	// Processing jobs, most first (ties by key), at most MaxBusiestKeys: a
 	// dashboard's view of who holds the workers, never a metric label.
@@ -357,6 +371,11 @@ func (u QueueUpdate) Validate() error {
 	}
 	if err := u.checkWeight(); err != nil {
 		return err
+	}
+	if u.RateLimit != nil {
+		if err := u.RateLimit.Validate(); err != nil {
+			return err
+		}
 	}
 	return u.checkFlow()
 }
@@ -428,6 +447,9 @@ func (u QueueUpdate) Apply(s QueueSettings) QueueSettings {
 	}
 	if u.Weight != nil {
 		s.Weight = *u.Weight
+	}
+	if u.RateLimit != nil {
+		s.RateLimit = *u.RateLimit
 	}
 	return u.applyFlow(s)
 }

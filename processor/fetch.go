@@ -3,6 +3,7 @@ package processor
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -20,6 +21,7 @@ const maxClaimsInFlight = 2
 // claimed is the answer to one claim.
 type claimed struct {
 	got   []*jobs.Job
+	held  []jobs.QueueHold // the queues a rate limit holds, and for how long
 	err   error
 	limit int
 	at    time.Time // when the claim was sent: the jobs' age counts from here
@@ -31,6 +33,10 @@ type fetchState struct {
 	full          bool          // the last claim came back full: the queues have more
 	refreshed     time.Time     // the paused view (and the weights) was last read
 	pick          *picker       // orders each claim's queues by weight
+	// held maps a queue (jobs.QueueKey) its rate limit holds to when its
+	// window closes, by this process's clock (ADR 0033): no claim or probe
+	// asks for it before then.
+	held map[string]time.Time
 	// idle: the last claim came back empty, so the next poll probes
 	// before it claims (when the store can probe).
 	idle bool
@@ -49,7 +55,7 @@ type fetchState struct {
 func (p *Processor) fetchLoop(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
-	fs := fetchState{wait: p.minPoll, errWait: p.cfg.PollInterval, pick: newPicker(p.cfg.Queues)}
+	fs := fetchState{wait: p.minPoll, errWait: p.cfg.PollInterval, pick: newPicker(p.cfg.Queues), held: map[string]time.Time{}}
 	done := make(chan claimed, maxClaimsInFlight)
 	inFlight, reserved := 0, 0
 	var nextAt time.Time // no claim before
@@ -88,24 +94,77 @@ func (p *Processor) fetchLoop(ctx context.Context) {
 				nextAt = time.Now().Add(p.cfg.PollInterval)
 				break
 			}
-			if inFlight == 0 && fs.idle && !p.probe(ctx, &fs) {
-				nextAt = time.Now().Add(p.jittered(fs.wait))
+			open, until := fs.unheld(p.cfg.Queues, time.Now())
+			if len(open) == 0 {
+				nextAt = until // every queue waits for its window
+				break
+			}
+			if inFlight == 0 && fs.idle && !p.probe(ctx, &fs, open) {
+				nextAt = earliest(time.Now().Add(p.jittered(fs.wait)), until)
 				break
 			}
 			n := min(p.cfg.BatchSize, room)
 			queues := fs.pick.next(p.paused.Load().weightOf)
+			if len(open) < len(p.cfg.Queues) {
+				queues = slices.DeleteFunc(slices.Clone(queues), func(q string) bool { return !slices.Contains(open, q) })
+			}
 			inFlight++
 			reserved += n
 			go func() {
 				at := time.Now()
-				got, err := p.store.Claim(ctx, jobs.ClaimParams{WorkerID: p.cfg.WorkerID, Queues: queues, Limit: n})
-				done <- claimed{got: got, err: err, limit: n, at: at}
+				c := claimed{limit: n, at: at}
+				params := jobs.ClaimParams{WorkerID: p.cfg.WorkerID, Queues: queues, Limit: n}
+				if p.rates != nil {
+					var r jobs.ClaimResult
+					r, c.err = p.rates.ClaimHeld(ctx, params)
+					c.got, c.held = r.Jobs, r.Held
+				} else {
+					c.got, c.err = p.store.Claim(ctx, params)
+				}
+				done <- c
 			}()
 		}
 		if inFlight == 0 {
+			if _, until := fs.unheld(p.cfg.Queues, time.Now()); !until.IsZero() {
+				nextAt = earliest(nextAt, until) // wake when a window closes
+			}
 			timer.Reset(max(time.Until(nextAt), 0))
 		}
 	}
+}
+
+// unheld returns the queues no rate limit holds at now, and when the
+// first hold ends (zero if none holds), forgetting the holds that ended.
+func (fs *fetchState) unheld(queues []string, now time.Time) ([]string, time.Time) {
+	if len(fs.held) == 0 {
+		return queues, time.Time{}
+	}
+	var open []string
+	var until time.Time
+	for _, q := range queues {
+		end, ok := fs.held[jobs.QueueKey(q)]
+		switch {
+		case !ok:
+			open = append(open, q)
+		case !now.Before(end):
+			delete(fs.held, jobs.QueueKey(q))
+			open = append(open, q)
+		default:
+			until = earliest(until, end)
+		}
+	}
+	return open, until
+}
+
+// earliest is the earlier of two instants, a zero one counting as none.
+func earliest(a, b time.Time) time.Time {
+	switch {
+	case a.IsZero():
+		return b
+	case b.IsZero() || a.Before(b):
+		return a
+	}
+	return b
 }
 
 // claimedJobs buffers what a claim returned and sets the wait before the
@@ -134,6 +193,11 @@ func (p *Processor) claimedJobs(ctx context.Context, c claimed, fs *fetchState) 
 			cancel()
 		}
 	}
+	for _, h := range c.held {
+		// From now, not from the send: the store measured it when it ran,
+		// so a window is never asked for before it closes.
+		fs.held[jobs.QueueKey(h.Queue)] = time.Now().Add(h.For)
+	}
 	fs.full = c.err == nil && len(c.got) == c.limit
 	fs.idle = c.err == nil && len(c.got) == 0
 	switch {
@@ -156,11 +220,11 @@ func (p *Processor) claimedJobs(ctx context.Context, c claimed, fs *fetchState) 
 // before the next poll when it would not. A store that cannot probe, or a
 // probe that fails, is answered by claiming: the claim decides, and a
 // failing store backs off as a failed claim does.
-func (p *Processor) probe(ctx context.Context, fs *fetchState) bool {
+func (p *Processor) probe(ctx context.Context, fs *fetchState, queues []string) bool {
 	if p.prober == nil {
 		return true
 	}
-	due, err := p.prober.Probe(ctx, p.cfg.Queues)
+	due, err := p.prober.Probe(ctx, queues)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		p.stats.storeErrors.Add(1)

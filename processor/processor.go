@@ -42,8 +42,9 @@ type Processor struct {
 
 	wakeFetch chan struct{} // a local enqueue or free buffer space
 	minPoll   time.Duration
-	prober    jobs.Prober // nil: the store cannot probe, idle polls claim
-	jitter    float64     // PollJitter, 0 for none
+	prober    jobs.Prober      // nil: the store cannot probe, idle polls claim
+	rates     jobs.RateClaimer // nil: claims cannot tell a queue held by its rate limit
+	jitter    float64          // PollJitter, 0 for none
 
 	paused atomic.Pointer[pausedView]
 
@@ -96,6 +97,7 @@ func New(store jobs.Worker, reg *Registry, cfg Config) (*Processor, error) {
 		jitter:    max(cfg.PollJitter, 0),
 	}
 	p.prober, _ = store.(jobs.Prober)
+	p.rates, _ = store.(jobs.RateClaimer)
 	p.hb = newHeartbeater(store, cfg, &p.stats)
 	p.reporter, _ = store.(jobs.Reporter)
 	p.tracer = tracerOf(cfg)

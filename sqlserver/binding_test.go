@@ -130,7 +130,7 @@ func checkCalls(t *testing.T, s *Store, rec *recorder, tableTypes map[string][]t
 // must exercise: jobs.Store and each optional interface of package jobs the
 // store implements (TestBindingPortsAreEveryInterfaceTheStoreImplements).
 var bindingPorts = []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter](),
-	reflect.TypeFor[jobs.Prober](), reflect.TypeFor[jobs.Reporter]()}
+	reflect.TypeFor[jobs.Prober](), reflect.TypeFor[jobs.Reporter](), reflect.TypeFor[jobs.RateClaimer]()}
 
 // exerciseStore calls every method with plausible arguments and returns the
 // names of the methods called. Errors are expected (the fake answers with
@@ -201,6 +201,10 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		}},
 		{"Claim", func() error {
 			_, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail", "mail", "sms"}, Limit: 10})
+			return err
+		}},
+		{"ClaimHeld", func() error {
+			_, err := s.ClaimHeld(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail"}, Limit: 10})
 			return err
 		}},
 		{"Claim", func() error {
@@ -281,7 +285,9 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 			week, forever, clear := 7*24*time.Hour, jobs.KeepForever, time.Duration(0)
 			_, err := s.UpdateQueue(ctx, "audit", jobs.QueueUpdate{ArchiveRetention: &week, DeadLetterRetention: &forever})
 			_, err2 := s.UpdateQueue(ctx, "audit", jobs.QueueUpdate{ArchiveRetention: &clear})
-			return errors.Join(err, err2)
+			rate := jobs.RateLimit{Count: 100, Window: time.Minute}
+			_, err3 := s.UpdateQueue(ctx, "partner", jobs.QueueUpdate{RateLimit: &rate})
+			return errors.Join(err, err2, err3)
 		}},
 		{"SyncSchedules", func() error {
 			return s.SyncSchedules(ctx, []jobs.ScheduleDef{{Name: "nightly", Definition: []byte(`{"cron":"@daily"}`), Hash: "abc", Paused: true},

@@ -249,7 +249,8 @@ func queueRows(qs ...jobs.QueueSettings) [][]driver.Value {
 	for _, q := range qs {
 		out = append(out, []driver.Value{q.Name, q.Paused, int64(q.MaxWorkers), int64(q.ZombieTimeout / time.Second),
 			int64(q.ExecutionTimeout / time.Second), nil, nil, int64(q.MaxWorkersPerKey), int64(q.SequenceOnDeadLetter),
-			keyLimitsJSON(q.KeyLimits), int64(q.Weight)})
+			keyLimitsJSON(q.KeyLimits), int64(q.Weight),
+			int64(q.RateLimit.Count), q.RateLimit.Window.Milliseconds()})
 	}
 	return out
 }
@@ -487,7 +488,7 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 			for _, s := range st {
 				out = append(out, []driver.Value{s.Queue, s.Paused, int64(s.MaxWorkers), s.Pending, s.Scheduled, s.Fetched, s.Processing,
 					s.Archived, s.DeadLettered, orNil(s.OldestDueAt), time.Now().UTC(), s.WaitingOnKey, s.WaitingOnSequence,
-					busiestKeysJSON(s.BusiestKeys)})
+					int64(0), int64(s.WindowUsed), orNil(s.WindowEndsAt), busiestKeysJSON(s.BusiestKeys)})
 			}
 			return out, err
 		},

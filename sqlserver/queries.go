@@ -501,6 +501,7 @@ SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @q NVARCHAR(100) = @queue, @w NVARCHAR(200) = @worker;
 DECLARE @paused BIT, @max INT, @perKey INT, @hold BIT, @n INT = @limit, @rc INT;
+DECLARE @rated BIT, @rateCount INT, @rateMs INT, @rateStart DATETIME2(7), @rateUsed INT, @heldMs BIGINT;
 DECLARE @round INT = 0, @got INT = 0, @ask INT, @picked INT, @parked INT, @flowHeld BIT = 0;
 DECLARE @lock NVARCHAR(255) = ` + queueLock + `, @mine NVARCHAR(255) = ` + claimLock + `, @flow NVARCHAR(255) = ` + flowLock + `;
 DECLARE @claimed TABLE (` + "{{unifiedColumnsDecl}}" + `);
@@ -516,19 +517,26 @@ EXEC @rc = sys.sp_getapplock @Resource = @lock, @LockMode = 'Shared', @LockOwner
 IF @rc < 0
     THROW 51001, N'chokaq: the queue lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;
 SELECT @paused = IsPaused, @max = MaxWorkers, @perKey = MaxWorkersPerKey,
-    @hold = CASE WHEN SequenceOnDeadLetter = 1 THEN 1 ELSE 0 END
+    @hold = CASE WHEN SequenceOnDeadLetter = 1 THEN 1 ELSE 0 END, @rated = CASE WHEN RateCount IS NULL THEN 0 ELSE 1 END
 FROM {{s}}.Queues WHERE Name = @q;
 SET @perKey = ISNULL(@perKey, 0);
 SET @hold = ISNULL(@hold, 0);
-IF @max IS NOT NULL
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+IF @max IS NOT NULL OR @rated = 1
 BEGIN
-    SELECT @max = MaxWorkers FROM {{s}}.Queues WITH (UPDLOCK, ROWLOCK) WHERE Name = @q;
-    SELECT @n = @max - COUNT(*) FROM {{s}}.JobsHot WHERE Queue = @q AND Status IN (1, 2);
-    IF @n > @limit SET @n = @limit;
+    -- A capped or rate-limited queue's claims serialize on its row, and
+    -- read its settings again under that lock.
+    SELECT @max = MaxWorkers, @rateCount = RateCount, @rateMs = RateWindowMs, @rateStart = RateWindowStartUtc, @rateUsed = RateUsed
+    FROM {{s}}.Queues WITH (UPDLOCK, ROWLOCK) WHERE Name = @q;
+    IF @max IS NOT NULL
+    BEGIN
+        SELECT @n = @max - COUNT(*) FROM {{s}}.JobsHot WHERE Queue = @q AND Status IN (1, 2);
+        IF @n > @limit SET @n = @limit;
+    END
+    ` + claimRateRoom + `
 END
 IF @n > 0 AND ISNULL(@paused, 0) = 0
 BEGIN
-    DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
     IF EXISTS (SELECT 1 FROM {{s}}.FlowWaits WHERE Queue = @q)
     BEGIN
         ` + flowLockTaken + `
@@ -565,8 +573,40 @@ BEGIN
             BREAK;
     END
 END
+` + claimRateTaken + `
 COMMIT TRANSACTION;
-SELECT ` + "{{claimedCols}}" + ` FROM @claimed AS c ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id;`
+SELECT ` + "{{claimedCols}}" + ` FROM @claimed AS c ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id;
+SELECT @heldMs;`
+
+// claimRateRoom closes a rate-limited queue's window that has run its time
+// and caps the claim at what the open window has left (ADR 0033); it runs
+// under the Queues row's update lock, so the window's use is exact across
+// processes. claimRateTaken counts what the claim took, opening a window
+// at @now if none is open, and sets @heldMs, the wait until the window
+// closes, when it has nothing left: the claim's second result.
+const (
+	claimRateRoom = `IF @rateCount IS NOT NULL
+    BEGIN
+        IF @rateStart IS NOT NULL AND DATEADD(MILLISECOND, @rateMs, @rateStart) <= @now
+        BEGIN
+            SET @rateStart = NULL;
+            SET @rateUsed = 0;
+        END
+        SET @rateUsed = ISNULL(@rateUsed, 0);
+        IF @n > @rateCount - @rateUsed SET @n = @rateCount - @rateUsed;
+    END`
+	claimRateTaken = `IF @rateCount IS NOT NULL
+BEGIN
+    IF @got > 0
+    BEGIN
+        IF @rateStart IS NULL SET @rateStart = @now;
+        SET @rateUsed += @got;
+        UPDATE {{s}}.Queues WITH (ROWLOCK) SET RateWindowStartUtc = @rateStart, RateUsed = @rateUsed WHERE Name = @q;
+    END
+    IF @rateStart IS NOT NULL AND @rateUsed >= @rateCount
+        SET @heldMs = DATEDIFF_BIG(MILLISECOND, @now, DATEADD(MILLISECOND, @rateMs, @rateStart));
+END`
+)
 
 // flowLockTaken takes the queue's flow lock for the claim's transaction.
 const flowLockTaken = `EXEC @rc = sys.sp_getapplock @Resource = @flow, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
@@ -1402,7 +1442,7 @@ const queueColumns = `Name, IsPaused, ISNULL(MaxWorkers, 0), ISNULL(ZombieTimeou
     ArchiveRetentionSeconds, DeadLetterRetentionSeconds, ISNULL(MaxWorkersPerKey, 0), ISNULL(SequenceOnDeadLetter, 0),
     (SELECT TOP (` + "{{maxKeyLimits}}" + `) l.KeyName AS k, l.MaxWorkers AS n FROM {{s}}.QueueKeyLimits AS l
         WHERE l.Queue = Queues.Name ORDER BY l.KeyName FOR JSON PATH),
-    ISNULL(Weight, 0)`
+    ISNULL(Weight, 0), ISNULL(RateCount, 0), ISNULL(RateWindowMs, 0)`
 
 const qQueues = `SELECT ` + queueColumns + `
 FROM {{s}}.Queues ORDER BY Name;`
@@ -1457,6 +1497,13 @@ SELECT @q, k.KeyName, k.MaxWorkers FROM @keyLimits AS k
 WHERE k.MaxWorkers > 0 AND NOT EXISTS (SELECT 1 FROM {{s}}.QueueKeyLimits AS l WHERE l.Queue = @q AND l.KeyName = k.KeyName);
 IF @setWeight = 1 -- the row just updated or inserted, already locked by this transaction
     UPDATE {{s}}.Queues SET Weight = @weight WHERE Name = @q;
+-- A rate limit changed keeps its open window (the change applies to it);
+-- one removed forgets it.
+IF @setRate = 1
+    UPDATE {{s}}.Queues SET RateCount = NULLIF(@rateCount, 0), RateWindowMs = NULLIF(@rateWindowMs, 0),
+        RateWindowStartUtc = CASE WHEN @rateCount = 0 THEN NULL ELSE RateWindowStartUtc END,
+        RateUsed = CASE WHEN @rateCount = 0 THEN NULL ELSE RateUsed END
+    WHERE Name = @q;
 COMMIT TRANSACTION;
 SELECT ` + queueColumns + `
 FROM {{s}}.Queues WHERE Name = @q;`
@@ -1514,6 +1561,10 @@ SELECT n.Queue, ISNULL(qr.IsPaused, 0), ISNULL(qr.MaxWorkers, 0),
     @now,
     ` + capped("JobsHot", " AND Status = 3") + `,
     ` + capped("JobsHot", " AND Status = 4") + `,
+    ISNULL(qr.RateCount, 0),
+    CASE WHEN DATEADD(MILLISECOND, qr.RateWindowMs, qr.RateWindowStartUtc) > @now THEN qr.RateUsed ELSE 0 END,
+    CASE WHEN DATEADD(MILLISECOND, qr.RateWindowMs, qr.RateWindowStartUtc) > @now
+         THEN DATEADD(MILLISECOND, qr.RateWindowMs, qr.RateWindowStartUtc) END,
     (SELECT TOP (` + "{{maxBusiestKeys}}" + `) b.k, b.r,
             (SELECT COUNT_BIG(*) FROM (SELECT TOP (@cap) 1 AS x FROM {{s}}.JobsHot AS w
                 WHERE w.Queue = n.Queue AND w.ConcurrencyKey = b.k AND w.Status = 3) AS t) AS w
@@ -1716,7 +1767,8 @@ UPDATE {{s}}.JobsDLQ SET
     HeartbeatUtc = {{ago:HeartbeatUtc}}, DeadlineUtc = {{ago:DeadlineUtc}}, FinishedAtUtc = {{ago:FinishedAtUtc}};
 UPDATE {{s}}.Schedules SET
     LastFiredTickUtc = {{ago:LastFiredTickUtc}}, LastFiredAtUtc = {{ago:LastFiredAtUtc}}, NextFireUtc = {{ago:NextFireUtc}},
-    CreatedAtUtc = {{ago:CreatedAtUtc}}, UpdatedAtUtc = {{ago:UpdatedAtUtc}}, SyncedAtUtc = {{ago:SyncedAtUtc}};`
+    CreatedAtUtc = {{ago:CreatedAtUtc}}, UpdatedAtUtc = {{ago:UpdatedAtUtc}}, SyncedAtUtc = {{ago:SyncedAtUtc}};
+UPDATE {{s}}.Queues SET RateWindowStartUtc = {{ago:RateWindowStartUtc}};`
 
 // Leader election (Leader): a session-owned exclusive application lock, tried
 // without waiting, checked before each use, released on resign.
@@ -1774,6 +1826,7 @@ var agoColumn = strings.NewReplacer(
 	"{{ago:NextFireUtc}}", agoFrom("by", "NextFireUtc"),
 	"{{ago:UpdatedAtUtc}}", agoFrom("by", "UpdatedAtUtc"),
 	"{{ago:SyncedAtUtc}}", agoFrom("by", "SyncedAtUtc"),
+	"{{ago:RateWindowStartUtc}}", agoFrom("by", "RateWindowStartUtc"),
 )
 
 var (

@@ -14,14 +14,16 @@ package sqlserver
 // with parked jobs (a FlowWaits row, ADR 0031) is work too: only a claim
 // unparks them, so an idle processor must claim to find out whether their
 // key or sequence has room again; while a key stays at its limit, that is
-// one claim per poll instead of one probe.
+// one claim per poll instead of one probe. A queue whose rate limit has
+// nothing left in its open window (ADR 0033) is no work until it closes.
 const qDueProbe = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 SELECT CASE WHEN EXISTS (
     SELECT 1
     FROM @queues AS n
-    WHERE NOT EXISTS (SELECT 1 FROM {{s}}.Queues AS q WHERE q.Name = n.Name AND q.IsPaused = 1)
+    WHERE NOT EXISTS (SELECT 1 FROM {{s}}.Queues AS q WHERE q.Name = n.Name
+        AND (q.IsPaused = 1 OR (q.RateUsed >= q.RateCount AND DATEADD(MILLISECOND, q.RateWindowMs, q.RateWindowStartUtc) > @now)))
       AND (EXISTS (
         SELECT 1 FROM {{s}}.JobsHot AS c WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
         WHERE c.Queue = n.Name AND c.Status = 0 AND c.ScheduledAtUtc <= @now)

@@ -13,6 +13,12 @@ import (
 // scanJobs reads rows of the unified job column list (see unifiedHot).
 func scanJobs(rows *sql.Rows) ([]*jobs.Job, error) {
 	defer rows.Close()
+	return scanJobRows(rows)
+}
+
+// scanJobRows reads the current result set's jobs and leaves rows open
+// for the next set.
+func scanJobRows(rows *sql.Rows) ([]*jobs.Job, error) {
 	var out []*jobs.Job
 	for rows.Next() {
 		var (
@@ -93,12 +99,12 @@ func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
 	var out []jobs.QueueSettings
 	for rows.Next() {
 		var q jobs.QueueSettings
-		var maxWorkers, zombie, exec, weight int64
+		var maxWorkers, zombie, exec, weight, rateCount, rateMs int64
 		var archive, deadLetter sql.NullInt64
 		var perKey, sequence int64
 		var keyLimits sql.NullString
 		if err := rows.Scan(&q.Name, &q.Paused, &maxWorkers, &zombie, &exec, &archive, &deadLetter,
-			&perKey, &sequence, &keyLimits, &weight); err != nil {
+			&perKey, &sequence, &keyLimits, &weight, &rateCount, &rateMs); err != nil {
 			return nil, err
 		}
 		q.MaxWorkersPerKey, q.SequenceOnDeadLetter = int(perKey), jobs.SequencePolicy(sequence)
@@ -119,6 +125,7 @@ func scanQueues(rows *sql.Rows) ([]jobs.QueueSettings, error) {
 		q.ZombieTimeout, q.ExecutionTimeout = time.Duration(zombie)*time.Second, time.Duration(exec)*time.Second
 		q.ArchiveRetention, q.DeadLetterRetention = retentionOf(archive), retentionOf(deadLetter)
 		q.Weight = int(weight)
+		q.RateLimit = jobs.RateLimit{Count: int(rateCount), Window: time.Duration(rateMs) * time.Millisecond}
 		out = append(out, q)
 	}
 	return out, rows.Err()

@@ -662,10 +662,19 @@ func toInsertRow(ord int32, p jobs.EnqueueParams) insertRow {
 
 // Claim implements jobs.Store: one round trip per queue until Limit is met.
 func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	r, err := s.ClaimHeld(ctx, p)
+	return r.Jobs, err
+}
+
+// ClaimHeld implements jobs.RateClaimer: Claim, and the queues whose rate
+// limit has nothing left in its open window (ADR 0033), from each claim's
+// second result.
+func (s *Store) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimResult, error) {
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return jobs.ClaimResult{}, err
 	}
 	var out []*jobs.Job
+	var held []jobs.QueueHold
 	seen := map[string]bool{}
 	for _, queue := range p.Queues {
 		if len(out) >= p.Limit {
@@ -676,6 +685,7 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 		}
 		seen[jobs.QueueKey(queue)] = true
 		var got []*jobs.Job
+		var wait time.Duration
 		claimID := s.newClaimID()
 		attempt := 0
 		err := s.do(ctx, "claim", idempotent, func(ctx context.Context) error {
@@ -690,27 +700,48 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 					return err
 				}
 			}
-			got, err = s.claimQueue(ctx, s.db, p.WorkerID, queue, p.Limit-len(out), claimID)
+			got, wait, err = s.claimQueueHeld(ctx, s.db, p.WorkerID, queue, p.Limit-len(out), claimID)
 			return err
 		})
 		if err != nil {
 			// Return what earlier queues gave: those rows are Fetched by
 			// this worker now, and dropping them would strand them until
 			// phase 1.
-			return out, fmt.Errorf("sqlserver: claim from queue %s: %w", queue, err)
+			return jobs.ClaimResult{Jobs: out, Held: held}, fmt.Errorf("sqlserver: claim from queue %s: %w", queue, err)
 		}
 		out = append(out, got...)
+		if wait > 0 {
+			held = append(held, jobs.QueueHold{Queue: queue, For: wait})
+		}
 	}
-	return out, nil
+	return jobs.ClaimResult{Jobs: out, Held: held}, nil
 }
 
 func (s *Store) claimQueue(ctx context.Context, q querier, worker, queue string, limit int, claimID int64) ([]*jobs.Job, error) {
+	got, _, err := s.claimQueueHeld(ctx, q, worker, queue, limit, claimID)
+	return got, err
+}
+
+// claimQueueHeld is claimQueue, and how long the queue's rate limit holds
+// it (0: not held): the claim's second result.
+func (s *Store) claimQueueHeld(ctx context.Context, q querier, worker, queue string, limit int, claimID int64) ([]*jobs.Job, time.Duration, error) {
 	rows, err := q.QueryContext(ctx, s.q.claim, named("queue", text(queue)), named("worker", text(worker)),
 		named("limit", int64(limit)), named("claimId", claimID), named("lockTimeoutMs", s.lockTimeoutMs()))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return scanJobs(rows)
+	defer rows.Close()
+	got, err := scanJobRows(rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	var heldMs sql.NullInt64
+	if rows.NextResultSet() && rows.Next() {
+		if err := rows.Scan(&heldMs); err != nil {
+			return got, 0, err
+		}
+	}
+	return got, time.Duration(max(heldMs.Int64, 0)) * time.Millisecond, rows.Err()
 }
 
 // adoptClaim returns the rows a claim stamped with claimID took for worker.
@@ -1337,6 +1368,8 @@ func (s *Store) UpdateQueue(ctx context.Context, name string, u jobs.QueueUpdate
 		named("setSequence", flag(u.SequenceOnDeadLetter != nil)), named("sequence", int64(ptrOr(u.SequenceOnDeadLetter))),
 		named("keyLimits", s.keyLimitsTVP(u.KeyLimits)),
 		named("setWeight", flag(u.Weight != nil)), named("weight", val(u.Weight)),
+		named("setRate", flag(u.RateLimit != nil)), named("rateCount", int64(ptrOr(u.RateLimit).Count)),
+		named("rateWindowMs", ptrOr(u.RateLimit).Window.Milliseconds()),
 	}
 	var out []jobs.QueueSettings
 	err := s.do(ctx, "update queue", idempotent, func(ctx context.Context) error {
@@ -1372,12 +1405,20 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 			var oldest sql.NullTime
 			var now time.Time
 			var busiest sql.NullString
+			var rateCount, used int64
+			var ends sql.NullTime
 			if err := rows.Scan(&st.Queue, &st.Paused, &maxWorkers, &st.Pending, &st.Scheduled, &st.Fetched,
 				&st.Processing, &st.Archived, &st.DeadLettered, &oldest, &now,
-				&st.WaitingOnKey, &st.WaitingOnSequence, &busiest); err != nil {
+				&st.WaitingOnKey, &st.WaitingOnSequence, &rateCount, &used, &ends, &busiest); err != nil {
 				return err
 			}
 			st.MaxWorkers = int(maxWorkers)
+			if ends.Valid {
+				st.WindowUsed, st.WindowEndsAt = int(used), ends.Time.UTC()
+				if used >= rateCount {
+					st.WaitingOnRate = st.Pending
+				}
+			}
 			if st.BusiestKeys, err = busiestKeys(busiest); err != nil {
 				return fmt.Errorf("queue %s: busiest keys: %w", st.Queue, err)
 			}

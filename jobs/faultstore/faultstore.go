@@ -75,6 +75,20 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 	return s.inner.Claim(ctx, p)
 }
 
+// ClaimHeld implements jobs.RateClaimer: it fails with ErrCut while the
+// wrapper is cut, else calls the wrapped store's ClaimHeld (its Claim,
+// with no holds, when it has none).
+func (s *Store) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimResult, error) {
+	if err := s.check(); err != nil {
+		return jobs.ClaimResult{}, err
+	}
+	if rc, ok := s.inner.(jobs.RateClaimer); ok {
+		return rc.ClaimHeld(ctx, p)
+	}
+	got, err := s.inner.Claim(ctx, p)
+	return jobs.ClaimResult{Jobs: got}, err
+}
+
 // Start fails with ErrCut while the wrapper is cut, else calls the
 // wrapped store.
 func (s *Store) Start(ctx context.Context, r jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {

@@ -167,6 +167,18 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 	return call(s, ctx, OpClaim, p.Limit, func() ([]*jobs.Job, error) { return s.Store.Claim(ctx, p) })
 }
 
+// ClaimHeld implements jobs.RateClaimer at the cost of one claim: the
+// inner store's, or its Claim with no holds when it has none.
+func (s *Store) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimResult, error) {
+	return call(s, ctx, OpClaim, p.Limit, func() (jobs.ClaimResult, error) {
+		if rc, ok := s.Store.(jobs.RateClaimer); ok {
+			return rc.ClaimHeld(ctx, p)
+		}
+		got, err := s.Store.Claim(ctx, p)
+		return jobs.ClaimResult{Jobs: got}, err
+	})
+}
+
 // Start implements jobs.Store at the cost of one call.
 func (s *Store) Start(ctx context.Context, ref jobs.LeaseRef, p jobs.StartParams) (jobs.Started, error) {
 	return call(s, ctx, OpStart, 1, func() (jobs.Started, error) { return s.Store.Start(ctx, ref, p) })

@@ -8,8 +8,8 @@ import (
 
 var _ jobs.Prober = (*Store)(nil)
 
-// Probe implements jobs.Prober: whether a queue of queues, not paused, has
-// a ready job or a scheduled one now due. It moves nothing; a ready entry
+// Probe implements jobs.Prober: whether a queue of queues, not paused and
+// not held by its rate limit, has a ready job or a scheduled one now due. It moves nothing; a ready entry
 // may be stale (the job left since), which answers true where a claim
 // would find nothing, as the contract allows.
 func (s *Store) Probe(ctx context.Context, queues []string) (bool, error) {
@@ -26,6 +26,9 @@ func (s *Store) Probe(ctx context.Context, queues []string) (bool, error) {
 		q := s.queueOf(name)
 		if q == nil || q.settings.Paused {
 			continue
+		}
+		if _, held := q.hold(now); held {
+			continue // its rate limit has nothing left in the open window
 		}
 		if q.ready.Len() > 0 || q.scheduled.Len() > 0 && !q.scheduled.peek().ScheduledAt.After(now) {
 			return true, nil

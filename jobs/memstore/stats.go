@@ -231,6 +231,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 		st.DeadLettered = capped(q.tables[jobs.TableDLQ-jobs.TableHot].total)
 		st.WaitingOnKey, st.WaitingOnSequence = q.waiting()
 		st.BusiestKeys = q.busiestKeys()
+		q.rateStats(&st, now)
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })

@@ -99,6 +99,7 @@ type queueState struct {
 	scheduled jobHeap // Pending jobs not yet due, soonest first
 	active    int     // Fetched + Processing
 	flow      flowState
+	rate      rateWindow
 	// counts holds the queue's hot jobs by status (Pending, Fetched,
 	// Processing), kept as they move, so that depths need no walk.
 	counts [3]int
@@ -230,16 +231,24 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 
 // Claim implements jobs.Store.
 func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, error) {
+	r, err := s.ClaimHeld(ctx, p)
+	return r.Jobs, err
+}
+
+// ClaimHeld implements jobs.RateClaimer: Claim, and the queues whose rate
+// limit has no claim left in its open window.
+func (s *Store) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return jobs.ClaimResult{}, err
 	}
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return jobs.ClaimResult{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	var out []*jobs.Job
+	var held []jobs.QueueHold
 	var block []jobs.Job // the copies handed out, allocated a block at a time
 	for _, name := range jobs.UniqueQueues(p.Queues) {
 		q := s.queueOf(name)
@@ -249,7 +258,8 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 		for q.scheduled.Len() > 0 && !q.scheduled.peek().ScheduledAt.After(now) {
 			q.ready.push(q.scheduled.pop())
 		}
-		for len(out) < p.Limit && q.ready.Len() > 0 {
+		room, took := q.room(now), 0
+		for len(out) < p.Limit && q.ready.Len() > 0 && took != room {
 			if q.settings.MaxWorkers > 0 && q.active >= q.settings.MaxWorkers {
 				break
 			}
@@ -279,9 +289,14 @@ func (s *Store) Claim(ctx context.Context, p jobs.ClaimParams) ([]*jobs.Job, err
 			c := &block[len(block)-1]
 			c.Payload, c.Tags, c.Metadata = bytes.Clone(j.Payload), slices.Clone(j.Tags), maps.Clone(j.Metadata)
 			out = append(out, c)
+			took++
+		}
+		q.took(took, now)
+		if d, ok := q.hold(now); ok {
+			held = append(held, jobs.QueueHold{Queue: q.settings.Name, For: d})
 		}
 	}
-	return out, nil
+	return jobs.ClaimResult{Jobs: out, Held: held}, nil
 }
 
 // owned returns the hot job that ref still owns in status want, or nil.

@@ -40,6 +40,7 @@ var transitionGroups = []group{
 	{"Enqueue", enqueueCases},
 	{"Unique", uniqueCases},
 	{"Flow", flowCases},
+	{"Rate", rateCases},
 	{"Claim", claimCases},
 	{"Worker", workerCases},
 	{"Batch", batchCases},
