@@ -1058,22 +1058,48 @@ func (t recordingTx) Rollback() error {
 	return t.r.txEvent("rollback")
 }
 
-// manyRows returns rows, one by one.
+// manyRows returns rows, one by one; a row of one nextResultSet value
+// ends a result set, and the rows after it are the next set's.
 type manyRows struct{ rows [][]driver.Value }
 
+// nextResultSet ends a result set in manyRows' rows.
+type nextResultSet struct{}
+
+func isSetEnd(row []driver.Value) bool {
+	if len(row) != 1 {
+		return false
+	}
+	_, ok := row[0].(nextResultSet)
+	return ok
+}
+
 func (r *manyRows) Columns() []string {
-	if len(r.rows) == 0 {
+	if len(r.rows) == 0 || isSetEnd(r.rows[0]) {
 		return []string{"x"}
 	}
 	return make([]string, len(r.rows[0]))
 }
 func (r *manyRows) Close() error { return nil }
 func (r *manyRows) Next(dest []driver.Value) error {
-	if len(r.rows) == 0 {
+	if len(r.rows) == 0 || isSetEnd(r.rows[0]) {
 		return io.EOF
 	}
 	copy(dest, r.rows[0])
 	r.rows = r.rows[1:]
+	return nil
+}
+
+// HasNextResultSet and NextResultSet implement driver.RowsNextResultSet.
+func (r *manyRows) HasNextResultSet() bool {
+	return slices.ContainsFunc(r.rows, isSetEnd)
+}
+
+func (r *manyRows) NextResultSet() error {
+	i := slices.IndexFunc(r.rows, isSetEnd)
+	if i < 0 {
+		return io.EOF
+	}
+	r.rows = r.rows[i+1:]
 	return nil
 }
 

@@ -53,6 +53,9 @@ var doctorFamilies = []doctorFamily{
 	{"flow control", func(q *queries) []string {
 		return []string{q.updateQueue, q.enqueueBatch, q.claim, q.queueStats, q.release}
 	}, (*doctorRun).familyFlow},
+	{"rate limit", func(q *queries) []string {
+		return []string{q.updateQueue, q.enqueueBatch, q.claim, q.queueStats, q.dueProbe}
+	}, (*doctorRun).familyRate},
 }
 
 // doctorCheckStatements are the statements the doctor's checks send
@@ -835,4 +838,62 @@ func (d *doctorRun) familyFlow(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return "a key limited to 1 and a sequence: a claim took one of each and parked 3 (2 on the key, 1 on the sequence); after a release, a claim unparked and took one of each again", nil
+}
+
+// familyRate runs a rate-limited claim (ADR 0033) in a queue of its own:
+// a limit of 2 an hour and 3 due jobs; a claim takes 2 and says the
+// window holds the queue for about an hour (the claim's second result);
+// the stats show the window; the probe sees no work; a second claim takes
+// nothing. The window's row write is rolled back with the transaction.
+func (d *doctorRun) familyRate(ctx context.Context) (string, error) {
+	queue := d.queue + "-rate"
+	rate := jobs.RateLimit{Count: 2, Window: time.Hour}
+	_, err := d.st.UpdateQueue(ctx, queue, jobs.QueueUpdate{RateLimit: &rate})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	ps := []jobs.EnqueueParams{d.job(0), d.job(0), d.job(0)}
+	for i := range ps {
+		ps[i].Queue = queue
+	}
+	_, err = d.st.EnqueueMany(ctx, ps)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	claim := func() (jobs.ClaimResult, error) {
+		r, err := d.st.ClaimHeld(ctx, jobs.ClaimParams{WorkerID: d.worker, Queues: []string{queue}, Limit: len(ps)})
+		return r, d.after(ctx, err)
+	}
+	first, err := claim()
+	if err != nil {
+		return "", err
+	}
+	if len(first.Jobs) != 2 || len(first.Held) != 1 || first.Held[0].For <= 59*time.Minute || first.Held[0].For > time.Hour {
+		return "", fmt.Errorf("sqlserver: a claim of 3 due jobs under a limit of 2 an hour took %d and reported the holds %v, want 2 and about an hour",
+			len(first.Jobs), first.Held)
+	}
+	stats, err := d.st.QueueStats(ctx)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	i := slices.IndexFunc(stats, func(s jobs.QueueStats) bool { return s.Queue == queue })
+	if i < 0 || stats[i].WindowUsed != 2 || stats[i].WaitingOnRate != 1 || stats[i].WindowEndsAt.IsZero() {
+		return "", fmt.Errorf("sqlserver: the rate-limited queue's stats after its window filled: %v, want 2 used and 1 waiting", stats[max(i, 0):min(i+1, len(stats))])
+	}
+	due, err := d.st.Probe(ctx, []string{queue})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if due {
+		return "", fmt.Errorf("sqlserver: the probe calls a queue whose window is full work")
+	}
+	second, err := claim()
+	if err != nil {
+		return "", err
+	}
+	if len(second.Jobs) != 0 || len(second.Held) != 1 {
+		return "", fmt.Errorf("sqlserver: a claim in the full window took %d jobs, holds %v; want none, held", len(second.Jobs), second.Held)
+	}
+	return fmt.Sprintf("a limit of 2 an hour: a claim took 2 of 3 and said the window holds the queue for %s; the stats showed it, the probe saw no work, a second claim took none",
+		first.Held[0].For.Round(time.Minute)), nil
 }

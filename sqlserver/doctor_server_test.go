@@ -363,13 +363,18 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 		},
 		q.claim: func(c recordedCall) ([][]driver.Value, error) {
 			a := argsOf(c)
-			got, err := mem().Claim(ctx, jobs.ClaimParams{WorkerID: a.str("worker"), Queues: []string{a.str("queue")}, Limit: int(a.i64("limit"))})
+			r, err := mem().ClaimHeld(ctx, jobs.ClaimParams{WorkerID: a.str("worker"), Queues: []string{a.str("queue")}, Limit: int(a.i64("limit"))})
 			if err != nil {
 				return nil, err
 			}
+			got := r.Jobs
 			srv.claims[a.i64("claimId")] = jobIDs(got)
 			srv.claimed += len(got)
-			return jobRows(got), nil
+			var heldMs driver.Value // the claim's second result: the wait of a full window
+			for _, h := range r.Held {
+				heldMs = h.For.Milliseconds()
+			}
+			return append(jobRows(got), []driver.Value{nextResultSet{}}, []driver.Value{heldMs}), nil
 		},
 		q.dueProbe: func(c recordedCall) ([][]driver.Value, error) {
 			var names []string
@@ -526,6 +531,10 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 				for _, r := range rows {
 					u.KeyLimits[r.KeyName] = int(r.MaxWorkers)
 				}
+			}
+			if a.i64("setRate") == 1 {
+				r := jobs.RateLimit{Count: int(a.i64("rateCount")), Window: time.Duration(a.i64("rateWindowMs")) * time.Millisecond}
+				u.RateLimit = &r
 			}
 			if a.i64("setWeight") == 1 {
 				n := int(a.i64("weight"))
