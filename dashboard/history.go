@@ -299,7 +299,7 @@ func (c cell) Text() string {
 // reasonOrder is the legend's order of the failure reasons; an unknown one
 // comes after, by number.
 var reasonOrder = []jobs.FailureReason{jobs.ReasonMaxRetriesExceeded, jobs.ReasonTimeout, jobs.ReasonZombie, jobs.ReasonHeartbeatFailure,
-	jobs.ReasonFatal, jobs.ReasonCancelled, jobs.ReasonSnoozeLimitExceeded, jobs.ReasonRetryLifetimeExpired}
+	jobs.ReasonFatal, jobs.ReasonCancelled, jobs.ReasonSnoozeLimitExceeded, jobs.ReasonDependencyFailed, jobs.ReasonRetryLifetimeExpired}
 
 func reasonKeyOf(r jobs.FailureReason) reasonKey {
 	if !r.Valid() {

@@ -144,7 +144,7 @@ func (d *Dashboard) listPage(w http.ResponseWriter, r *http.Request, t jobs.Tabl
 		data.NextURL = d.path("/"+name) + query(v)
 	}
 	for _, rr := range []jobs.FailureReason{jobs.ReasonMaxRetriesExceeded, jobs.ReasonCancelled, jobs.ReasonZombie, jobs.ReasonFatal,
-		jobs.ReasonTimeout, jobs.ReasonHeartbeatFailure, jobs.ReasonRetryLifetimeExpired, jobs.ReasonSnoozeLimitExceeded} {
+		jobs.ReasonTimeout, jobs.ReasonHeartbeatFailure, jobs.ReasonRetryLifetimeExpired, jobs.ReasonSnoozeLimitExceeded, jobs.ReasonDependencyFailed} {
 		data.Reasons = append(data.Reasons, rr.String())
 	}
 	data.Statuses = []string{jobs.StatusPending.String(), jobs.StatusFetched.String(), jobs.StatusProcessing.String()}

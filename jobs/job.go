@@ -49,6 +49,10 @@ const (
 	ReasonHeartbeatFailure     FailureReason = 9  // its worker could not heartbeat (CancelOnHeartbeatFailure)
 	ReasonRetryLifetimeExpired FailureReason = 10 // .NET code, kept for its number; never produced
 	ReasonSnoozeLimitExceeded  FailureReason = 11 // it snoozed more times than its processor allows
+	// ReasonDependencyFailed: a workflow task whose parent ended in the
+	// DLQ, or left it by purge or retention, under DependencyCancel (ADR
+	// 0034); numbered after the reference's reasons.
+	ReasonDependencyFailed FailureReason = 12
 )
 
 var reasonNames = map[FailureReason]string{
@@ -60,6 +64,7 @@ var reasonNames = map[FailureReason]string{
 	ReasonHeartbeatFailure:     "HeartbeatFailure",
 	ReasonRetryLifetimeExpired: "RetryLifetimeExpired",
 	ReasonSnoozeLimitExceeded:  "SnoozeLimitExceeded",
+	ReasonDependencyFailed:     "DependencyFailed",
 }
 
 // String returns the reason's name, as the .NET implementation spells it.
@@ -134,6 +139,10 @@ type Job struct {
 	// (ADR 0031); empty when it has none.
 	ConcurrencyKey string
 	SequenceKey    string
+	// WorkflowID and WorkflowTask name the workflow the job is a task of,
+	// and its task (ADR 0034); 0 and "" for a job of no workflow.
+	WorkflowID   int64
+	WorkflowTask string
 	// UniqueKey is the unique key the job was enqueued with (nil for a job
 	// that is not unique), and UniqueStates where it holds it: the key is
 	// the job's while it is hot, and in a finished table only if its states
@@ -325,6 +334,9 @@ type QueueStats struct {
 	WindowUsed    int
 	WindowEndsAt  time.Time
 	WaitingOnRate int64
+	// WaitingOnParents counts the workflow tasks waiting for a parent
+	// (ADR 0034): hot, but in neither Pending nor Scheduled.
+	WaitingOnParents int64
 	// BusiestKeys are the concurrency keys with the most Fetched and
 	// Processing jobs, most first (ties by key), at most MaxBusiestKeys: a
 	// dashboard's view of who holds the workers, never a metric label.

@@ -88,6 +88,7 @@ func TestReasonAndStatusNumbers(t *testing.T) {
 		{ReasonHeartbeatFailure, 9, "HeartbeatFailure"},
 		{ReasonRetryLifetimeExpired, 10, "RetryLifetimeExpired"},
 		{ReasonSnoozeLimitExceeded, 11, "SnoozeLimitExceeded"},
+		{ReasonDependencyFailed, 12, "DependencyFailed"},
 	}
 	known := map[int]bool{}
 	for _, c := range reasons {

@@ -85,6 +85,7 @@ func (s *Store) trimOldest(t jobs.Table, queue string, cutoff time.Time, limit i
 			}
 			s.exit(e.job)
 			s.dropKey(e.job)
+			s.taskGone(e.job, s.now())
 			n++
 			last = jobs.TrimKey{FinishedAt: e.at, ID: e.job.ID}
 		}

@@ -232,6 +232,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 		st.WaitingOnKey, st.WaitingOnSequence = q.waiting()
 		st.BusiestKeys = q.busiestKeys()
 		q.rateStats(&st, now)
+		st.WaitingOnParents = capped(q.waitingOnParents)
 		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b jobs.QueueStats) int { return strings.Compare(a.Queue, b.Queue) })

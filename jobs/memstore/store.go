@@ -46,6 +46,11 @@ type Store struct {
 	// by deadline, for rescue phases 1 and 3 (inflight.go); phase 2's
 	// index is each queue's beats.
 	fetched, deadlines flightIndex
+	// workflows and tasks hold the workflows (workflow.go), by ID, and
+	// each task by its job's ID.
+	workflows    map[int64]*workflow
+	tasks        map[int64]*task
+	nextWorkflow int64
 }
 
 var (
@@ -81,6 +86,8 @@ func New(opts ...Option) *Store {
 
 		schedules: make(map[string]*jobs.ScheduleState),
 		finished:  make(map[jobs.Table]map[string]*finishLog),
+		workflows: make(map[int64]*workflow),
+		tasks:     make(map[int64]*task),
 	}
 	s.forms = jobs.FormsOf(s)
 	for _, o := range opts {
@@ -100,6 +107,9 @@ type queueState struct {
 	active    int     // Fetched + Processing
 	flow      flowState
 	rate      rateWindow
+	// waitingOnParents counts the queue's tasks waiting for a parent
+	// (workflow.go): hot and Pending, in no Pending count or claim index.
+	waitingOnParents int
 	// counts holds the queue's hot jobs by status (Pending, Fetched,
 	// Processing), kept as they move, so that depths need no walk.
 	counts [3]int
@@ -194,29 +204,7 @@ func (s *Store) enqueueLocked(p jobs.EnqueueParams, now time.Time) jobs.EnqueueR
 			return jobs.EnqueueResult{ID: id, Duplicate: true}
 		}
 	}
-	s.nextID++
-	j := &jobs.Job{
-		ID:             s.nextID,
-		Queue:          p.Queue,
-		Type:           p.Type,
-		Payload:        bytes.Clone(p.Payload),
-		Priority:       p.Priority,
-		Tags:           slices.Clone(p.Tags),
-		IdempotencyKey: p.IdempotencyKey,
-		CreatedBy:      p.CreatedBy,
-		ConcurrencyKey: p.ConcurrencyKey,
-		SequenceKey:    p.SequenceKey,
-		Metadata:       maps.Clone(p.Metadata),
-		MaxAttempts:    p.MaxAttempts,
-		Table:          jobs.TableHot,
-		Status:         jobs.StatusPending,
-		CreatedAt:      now,
-		ScheduledAt:    now.Add(p.Delay),
-		LastUpdatedAt:  now,
-	}
-	if !p.RunAt.IsZero() {
-		j.ScheduledAt = p.RunAt
-	}
+	j := s.newJob(p, now)
 	s.enter(j)
 	if j.IdempotencyKey != "" {
 		s.idem[j.IdempotencyKey] = j.ID
@@ -422,6 +410,7 @@ func (s *Store) complete(ref jobs.LeaseRef, now time.Time, output json.RawMessag
 	s.enter(j)
 	s.settleKey(j)
 	s.logFinished(j)
+	s.taskSucceeded(j, now)
 	return nil
 }
 
@@ -599,7 +588,14 @@ func (s *Store) removeHot(j *jobs.Job) {
 		delete(s.idem, j.IdempotencyKey)
 	}
 	if q := s.queue(j.Queue); j.Status == jobs.StatusPending {
-		q.leavePending(j)
+		if t := s.tasks[j.ID]; t != nil && t.blocked {
+			// waiting for a parent: in no Pending count (workflow.go); a
+			// cancel took it, so it waits no more
+			t.blocked = false
+			q.waitingOnParents--
+		} else {
+			q.leavePending(j)
+		}
 	} else {
 		q.leave(j)
 	}
@@ -618,6 +614,7 @@ func (s *Store) toDLQ(j *jobs.Job, reason jobs.FailureReason, details string, no
 	s.enter(j)
 	s.settleKey(j)
 	s.logFinished(j)
+	s.taskFailed(j, now)
 }
 
 // RescueFetched implements jobs.Store (phase 1).
@@ -818,7 +815,11 @@ func (s *Store) Resurrect(ctx context.Context, p jobs.ResurrectParams) (int, err
 		}
 		s.retakeKey(j)
 		s.enter(j)
-		s.pushPending(j, now)
+		if _, isTask := s.tasks[j.ID]; isTask {
+			s.taskResurrected(j, now) // claimable, or waiting for a parent still hot
+		} else {
+			s.pushPending(j, now)
+		}
 		n++
 	}
 	return n, nil
@@ -851,9 +852,11 @@ func (s *Store) Purge(ctx context.Context, p jobs.PurgeParams) (int, error) {
 		})
 		matched = matched[:p.Limit]
 	}
+	now := s.now()
 	for _, j := range matched {
 		s.exit(j)
 		s.dropKey(j)
+		s.taskGone(j, now)
 	}
 	return len(matched), nil
 }

@@ -41,6 +41,7 @@ var transitionGroups = []group{
 	{"Unique", uniqueCases},
 	{"Flow", flowCases},
 	{"Rate", rateCases},
+	{"Workflow", workflowCases},
 	{"Claim", claimCases},
 	{"Worker", workerCases},
 	{"Batch", batchCases},

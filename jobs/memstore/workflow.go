@@ -1,0 +1,359 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Workflows (ADR 0034), the reference: a task's release is part of the
+// move that finishes its parent, under the store's one lock, so nothing
+// can come between them. A task waiting for a parent is hot and Pending to
+// readers, but in no claim index and in no queue's Pending count: the
+// queue counts it as WaitingOnParents.
+
+var (
+	_ jobs.WorkflowEnqueuer = (*Store)(nil)
+	_ jobs.WorkflowAdmin    = (*Store)(nil)
+)
+
+type workflow struct {
+	id      int64
+	name    string
+	created time.Time
+	tasks   []*task // parents before children
+}
+
+// edge states of a task's parent.
+type edge uint8
+
+const (
+	edgeWaiting edge = iota // the parent has not finished
+	edgeDone                // it succeeded, or failed under DependencyRunAnyway
+	edgeFailed              // it is in the DLQ and the task waits for its resurrect
+)
+
+type task struct {
+	wf       *workflow
+	name     string
+	job      int64
+	parents  []*task
+	edges    []edge // by parent
+	children []*task
+	policy   jobs.DependencyPolicy
+	blocked  bool // hot, Pending and waiting for a parent: in no claim index
+}
+
+func (t *task) waitingOn() (n int, onFailed bool) {
+	for _, e := range t.edges {
+		if e != edgeDone {
+			n++
+		}
+		onFailed = onFailed || e == edgeFailed
+	}
+	return n, onFailed
+}
+
+// EnqueueWorkflow implements jobs.WorkflowEnqueuer: every task at once.
+func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (jobs.WorkflowResult, error) {
+	if err := ctx.Err(); err != nil {
+		return jobs.WorkflowResult{}, err
+	}
+	p, err := p.Normalize(s.limits)
+	if err != nil {
+		return jobs.WorkflowResult{}, err
+	}
+	for _, t := range p.Tasks {
+		if t.Job.IdempotencyKey != "" || t.Job.Unique != nil {
+			return jobs.WorkflowResult{}, &jobs.WorkflowError{Workflow: p.Name, Task: t.Name,
+				Err: &jobs.ValidationError{Field: "job", Value: t.Name, Rule: "a workflow's task has no idempotency or unique key: the workflow is inserted whole or not at all"}}
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.now()
+	s.nextWorkflow++
+	wf := &workflow{id: s.nextWorkflow, name: p.Name, created: now}
+	byName := make(map[string]*task, len(p.Tasks))
+	res := jobs.WorkflowResult{ID: wf.id, Jobs: make(map[string]int64, len(p.Tasks))}
+	for _, pt := range p.Tasks { // parents first (Normalize's order)
+		t := &task{wf: wf, name: pt.Name, policy: pt.OnParentFailure}
+		for _, name := range pt.After {
+			parent := byName[name]
+			t.parents, t.edges = append(t.parents, parent), append(t.edges, edgeWaiting)
+			parent.children = append(parent.children, t)
+		}
+		t.blocked = len(t.parents) > 0
+		j := s.newJob(pt.Job, now)
+		j.WorkflowID, j.WorkflowTask = wf.id, t.name
+		t.job = j.ID
+		s.enter(j)
+		if t.blocked {
+			s.queue(j.Queue).waitingOnParents++
+		} else {
+			s.pushPending(j, now)
+		}
+		byName[t.name], s.tasks[j.ID] = t, t
+		wf.tasks = append(wf.tasks, t)
+		res.Jobs[t.name] = j.ID
+	}
+	s.workflows[wf.id] = wf
+	return res, nil
+}
+
+// release makes a blocked task whose parents are all done claimable.
+func (s *Store) release(t *task, now time.Time) {
+	if n, _ := t.waitingOn(); n > 0 || !t.blocked {
+		return
+	}
+	j := s.hot[t.job]
+	t.blocked = false
+	s.queue(j.Queue).waitingOnParents--
+	s.pushPending(j, now)
+}
+
+// taskSucceeded releases the children of an archived task.
+func (s *Store) taskSucceeded(j *jobs.Job, now time.Time) {
+	t := s.tasks[j.ID]
+	if t == nil {
+		return
+	}
+	for _, c := range t.children {
+		c.edges[slices.Index(c.parents, t)] = edgeDone
+		if c.blocked {
+			s.release(c, now)
+		}
+	}
+}
+
+// taskFailed applies each waiting child's policy for a task that entered
+// the DLQ; a cancelled child does the same to its own, down the graph.
+func (s *Store) taskFailed(j *jobs.Job, now time.Time) {
+	t := s.tasks[j.ID]
+	if t == nil {
+		return
+	}
+	for _, c := range t.children {
+		i := slices.Index(c.parents, t)
+		if !c.blocked || c.edges[i] == edgeDone {
+			continue // running or finished already, or run anyway
+		}
+		switch c.policy {
+		case jobs.DependencyRunAnyway:
+			c.edges[i] = edgeDone
+			s.release(c, now)
+		case jobs.DependencyWait:
+			c.edges[i] = edgeFailed
+		default:
+			s.failDependent(c, t, j, now)
+		}
+	}
+}
+
+// failDependent dead-letters blocked task c for its parent t (job pj).
+func (s *Store) failDependent(c, t *task, pj *jobs.Job, now time.Time) {
+	cj := s.hot[c.job] // removeHot counts it out of waitingOnParents
+	s.toDLQ(cj, jobs.ReasonDependencyFailed, dependencyDetails(t.name, pj), now)
+}
+
+func dependencyDetails(parent string, pj *jobs.Job) string {
+	if pj.Table == jobs.TableDLQ {
+		return fmt.Sprintf("parent task %q (job %d) ended in the dead-letter queue: %s", parent, pj.ID, pj.FailureReason)
+	}
+	return fmt.Sprintf("parent task %q (job %d) left the dead-letter queue without succeeding (purged or trimmed)", parent, pj.ID)
+}
+
+// taskResurrected: a task back from the DLQ. Its children that wait for
+// it (edgeFailed) wait for it as for any unfinished parent; it waits, in
+// turn, only for its parents still hot: one archived is done, and one in
+// the DLQ or gone counts as done too, since resurrecting the task is the
+// operator's word that it may run.
+func (s *Store) taskResurrected(j *jobs.Job, now time.Time) {
+	t := s.tasks[j.ID]
+	if t == nil {
+		return
+	}
+	for _, c := range t.children {
+		if i := slices.Index(c.parents, t); c.edges[i] == edgeFailed {
+			c.edges[i] = edgeWaiting
+		}
+	}
+	for i, p := range t.parents {
+		if _, hot := s.hot[p.job]; hot {
+			t.edges[i] = edgeWaiting
+		} else {
+			t.edges[i] = edgeDone
+		}
+	}
+	if n, _ := t.waitingOn(); n > 0 {
+		t.blocked = true
+		s.queue(j.Queue).waitingOnParents++
+		return
+	}
+	s.pushPending(j, now)
+}
+
+// taskGone: a task purged or trimmed. Children that wait for it in the
+// DLQ are cancelled as DependencyCancel does; a workflow whose every task
+// is gone goes with them.
+func (s *Store) taskGone(j *jobs.Job, now time.Time) {
+	t := s.tasks[j.ID]
+	if t == nil {
+		return
+	}
+	for _, c := range t.children {
+		if i := slices.Index(c.parents, t); c.blocked && c.edges[i] == edgeFailed {
+			s.failDependent(c, t, j, now)
+		}
+	}
+	delete(s.tasks, j.ID)
+	t.job = 0
+	for _, o := range t.wf.tasks {
+		if o.job != 0 {
+			return
+		}
+	}
+	delete(s.workflows, t.wf.id)
+}
+
+// newJob builds the hot job of an enqueue of p (normalized) at now.
+func (s *Store) newJob(p jobs.EnqueueParams, now time.Time) *jobs.Job {
+	s.nextID++
+	j := &jobs.Job{
+		ID: s.nextID, Queue: p.Queue, Type: p.Type, Payload: bytes.Clone(p.Payload), Priority: p.Priority, Tags: slices.Clone(p.Tags),
+		IdempotencyKey: p.IdempotencyKey, CreatedBy: p.CreatedBy, ConcurrencyKey: p.ConcurrencyKey, SequenceKey: p.SequenceKey,
+		Metadata: maps.Clone(p.Metadata), MaxAttempts: p.MaxAttempts, Table: jobs.TableHot, Status: jobs.StatusPending,
+		CreatedAt: now, ScheduledAt: now.Add(p.Delay), LastUpdatedAt: now,
+	}
+	if !p.RunAt.IsZero() {
+		j.ScheduledAt = p.RunAt
+	}
+	return j
+}
+
+// Workflows implements jobs.WorkflowAdmin.
+func (s *Store) Workflows(ctx context.Context, beforeID int64, limit int) ([]jobs.Workflow, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit < 1 || limit > 1000 {
+		return nil, &jobs.ValidationError{Field: "limit", Value: limit, Rule: "must be between 1 and 1000"}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	for id := range s.workflows {
+		if beforeID == 0 || id < beforeID {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b int64) int { return compareInt64(b, a) })
+	out := make([]jobs.Workflow, 0, min(limit, len(ids)))
+	for _, id := range ids[:min(limit, len(ids))] {
+		out = append(out, s.summary(s.workflows[id]))
+	}
+	return out, nil
+}
+
+func (s *Store) summary(wf *workflow) jobs.Workflow {
+	w := jobs.Workflow{ID: wf.id, Name: wf.name, CreatedAt: wf.created}
+	for _, t := range wf.tasks {
+		if t.job == 0 {
+			continue
+		}
+		w.Tasks++
+		switch j := s.jobOf(t.job); {
+		case j == nil:
+		case j.Table == jobs.TableArchive:
+			w.Succeeded++
+		case j.Table == jobs.TableDLQ:
+			w.Failed++
+		case t.blocked:
+			w.Waiting++
+		case j.Status == jobs.StatusPending:
+			w.Pending++
+		default:
+			w.Running++
+		}
+	}
+	switch {
+	case w.Pending+w.Waiting+w.Running > 0:
+		w.State = jobs.WorkflowRunning
+	case w.Failed > 0:
+		w.State = jobs.WorkflowFailed
+	default:
+		w.State = jobs.WorkflowSucceeded
+	}
+	return w
+}
+
+func (s *Store) jobOf(id int64) *jobs.Job {
+	for _, t := range []map[int64]*jobs.Job{s.hot, s.archive, s.dlq} {
+		if j := t[id]; j != nil {
+			return j
+		}
+	}
+	return nil
+}
+
+// GetWorkflow implements jobs.WorkflowAdmin.
+func (s *Store) GetWorkflow(ctx context.Context, id int64) (jobs.WorkflowDetail, error) {
+	if err := ctx.Err(); err != nil {
+		return jobs.WorkflowDetail{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wf := s.workflows[id]
+	if wf == nil {
+		return jobs.WorkflowDetail{}, fmt.Errorf("memstore: workflow %d: %w", id, jobs.ErrWorkflowNotFound)
+	}
+	d := jobs.WorkflowDetail{Workflow: s.summary(wf)}
+	for _, t := range wf.tasks {
+		j := s.jobOf(t.job)
+		if j == nil {
+			continue
+		}
+		ts := jobs.WorkflowTaskState{Name: t.name, JobID: j.ID, OnParentFailure: t.policy, Table: j.Table, FailureReason: j.FailureReason}
+		for _, p := range t.parents {
+			ts.Parents = append(ts.Parents, p.name)
+		}
+		if j.Table == jobs.TableHot {
+			ts.Status = j.Status
+			if t.blocked {
+				ts.WaitingOn, ts.WaitingOnFailed = t.waitingOn()
+			}
+		}
+		d.Tasks = append(d.Tasks, ts)
+	}
+	return d, nil
+}
+
+// CancelWorkflow implements jobs.WorkflowAdmin: Cancel of every hot task,
+// children first, so that no parent's cancel dead-letters a child as
+// DependencyFailed before the child's own cancel names the operator.
+func (s *Store) CancelWorkflow(ctx context.Context, id int64, note string) ([]jobs.CancelResult, error) {
+	s.mu.Lock()
+	wf := s.workflows[id]
+	var ids []int64
+	if wf != nil {
+		for i := len(wf.tasks) - 1; i >= 0; i-- {
+			if j := s.hot[wf.tasks[i].job]; j != nil && wf.tasks[i].job != 0 {
+				ids = append(ids, j.ID)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if wf == nil {
+		return nil, fmt.Errorf("memstore: workflow %d: %w", id, jobs.ErrWorkflowNotFound)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return s.Cancel(ctx, jobs.CancelParams{IDs: ids, Reason: strings.TrimSpace(note)})
+}

@@ -1,0 +1,247 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// Workflows (ADR 0034): tasks inserted all or none, each claimable once
+// every parent succeeded, a failed parent applying its children's policy.
+
+// task builds a workflow task of the default queue.
+func task(name string, after ...string) jobs.WorkflowTask {
+	return jobs.WorkflowTask{Name: name, Job: jobs.EnqueueParams{Type: "wf." + name}, After: after}
+}
+
+// enqueueWorkflow enqueues the tasks as one workflow, skipping the case on
+// a store without workflows.
+func enqueueWorkflow(t *testing.T, h *Harness, tasks ...jobs.WorkflowTask) jobs.WorkflowResult {
+	t.Helper()
+	we, ok := h.Store.(jobs.WorkflowEnqueuer)
+	if !ok {
+		t.Skipf("%T has no jobs.WorkflowEnqueuer", h.Store)
+	}
+	r, err := we.EnqueueWorkflow(ctxOf(t), jobs.WorkflowParams{Name: t.Name(), Tasks: tasks})
+	if errors.Is(err, jobs.ErrWorkflowsUnsupported) {
+		t.Skipf("%T: %v", h.Store, err)
+	}
+	if err != nil {
+		t.Fatalf("EnqueueWorkflow: %v", err)
+	}
+	return r
+}
+
+func workflowAdmin(t *testing.T, h *Harness) jobs.WorkflowAdmin {
+	t.Helper()
+	wa, ok := h.Store.(jobs.WorkflowAdmin)
+	if !ok {
+		t.Skipf("%T has no jobs.WorkflowAdmin", h.Store)
+	}
+	return wa
+}
+
+// claimable claims every claimable job and returns the task names of the
+// claimed, sorted, with the jobs by task name.
+func claimable(t *testing.T, h *Harness) ([]string, map[string]*jobs.Job) {
+	t.Helper()
+	got := claim(t, h, worker1, jobs.MaxClaimLimit)
+	names, by := []string{}, map[string]*jobs.Job{}
+	for _, j := range got {
+		names = append(names, j.WorkflowTask)
+		by[j.WorkflowTask] = j
+	}
+	slices.Sort(names)
+	return names, by
+}
+
+// succeed starts and completes a claimed job.
+func succeed(t *testing.T, h *Harness, j *jobs.Job) {
+	t.Helper()
+	start(t, h, j.Ref())
+	if err := h.Store.Complete(ctxOf(t), j.Ref()); err != nil {
+		t.Fatalf("Complete(%s): %v", j.WorkflowTask, err)
+	}
+}
+
+// fail starts and dead-letters a claimed job.
+func fail(t *testing.T, h *Harness, j *jobs.Job) {
+	t.Helper()
+	start(t, h, j.Ref())
+	if err := h.Store.DeadLetter(ctxOf(t), j.Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: "boom"}); err != nil {
+		t.Fatalf("DeadLetter(%s): %v", j.WorkflowTask, err)
+	}
+}
+
+func wantClaimable(t *testing.T, h *Harness, want ...string) map[string]*jobs.Job {
+	t.Helper()
+	names, by := claimable(t, h)
+	if slices.Sort(want); !slices.Equal(names, want) {
+		t.Fatalf("claimable tasks %v, want %v", names, want)
+	}
+	return by
+}
+
+func wantDependencyFailed(t *testing.T, h *Harness, id int64) {
+	t.Helper()
+	if j := get(t, h, id); j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonDependencyFailed {
+		t.Fatalf("job %d (%s) is %v %v, want dead-lettered as DependencyFailed", id, j.WorkflowTask, j.Table, j.FailureReason)
+	}
+}
+
+var workflowCases = []testCase{
+	{"Chain", func(t *testing.T, h *Harness) {
+		r := enqueueWorkflow(t, h, task("a"), task("b", "a"), task("c", "b"))
+		a := wantClaimable(t, h, "a")["a"]
+		if j := get(t, h, r.Jobs["b"]); j.WorkflowID != r.ID || j.WorkflowTask != "b" || j.Status != jobs.StatusPending {
+			t.Fatalf("task b: workflow %d task %q status %v", j.WorkflowID, j.WorkflowTask, j.Status)
+		}
+		if st := stats(t, h); st.WaitingOnParents != 2 {
+			t.Errorf("waiting on parents: %d, want 2", st.WaitingOnParents)
+		}
+		succeed(t, h, a)
+		succeed(t, h, wantClaimable(t, h, "b")["b"])
+		succeed(t, h, wantClaimable(t, h, "c")["c"])
+		wd, err := workflowAdmin(t, h).GetWorkflow(ctxOf(t), r.ID)
+		if err != nil || wd.State != jobs.WorkflowSucceeded || wd.Succeeded != 3 || len(wd.Tasks) != 3 || wd.Tasks[2].Parents[0] != "b" {
+			t.Fatalf("workflow after the chain: %+v, %v", wd, err)
+		}
+	}},
+	{"DiamondWaitsForBothParents", func(t *testing.T, h *Harness) {
+		enqueueWorkflow(t, h, task("a"), task("b", "a"), task("c", "a"), task("d", "b", "c"))
+		succeed(t, h, wantClaimable(t, h, "a")["a"])
+		bc := wantClaimable(t, h, "b", "c")
+		succeed(t, h, bc["b"])
+		wantClaimable(t, h) // d waits for c
+		succeed(t, h, bc["c"])
+		wantClaimable(t, h, "d")
+	}},
+	{"FanOutOf1000", func(t *testing.T, h *Harness) {
+		tasks := []jobs.WorkflowTask{task("root")}
+		for i := range 1000 {
+			tasks = append(tasks, task(fmt.Sprintf("t%04d", i), "root"))
+		}
+		enqueueWorkflow(t, h, tasks...)
+		succeed(t, h, wantClaimable(t, h, "root")["root"])
+		if names, _ := claimable(t, h); len(names) != 1000 {
+			t.Fatalf("after the root succeeded: %d of 1000 children claimable", len(names))
+		}
+	}},
+	{"FanInOf50", func(t *testing.T, h *Harness) {
+		var tasks []jobs.WorkflowTask
+		var parents []string
+		for i := range 50 {
+			parents = append(parents, fmt.Sprintf("p%02d", i))
+			tasks = append(tasks, task(parents[i]))
+		}
+		enqueueWorkflow(t, h, append(tasks, task("sink", parents...))...)
+		ps := wantClaimable(t, h, parents...)
+		for _, name := range parents[:49] {
+			succeed(t, h, ps[name])
+		}
+		wantClaimable(t, h) // one parent left
+		succeed(t, h, ps[parents[49]])
+		wantClaimable(t, h, "sink")
+	}},
+	{"FailedParentCancelsItsDependentsDownTheGraph", func(t *testing.T, h *Harness) {
+		r := enqueueWorkflow(t, h, task("a"), task("b", "a"), task("c", "b"), task("other"))
+		by := wantClaimable(t, h, "a", "other")
+		fail(t, h, by["a"])
+		wantDependencyFailed(t, h, r.Jobs["b"])
+		wantDependencyFailed(t, h, r.Jobs["c"])
+		if st := stats(t, h); st.WaitingOnParents != 0 {
+			t.Errorf("waiting on parents after the cancels: %d", st.WaitingOnParents)
+		}
+		succeed(t, h, by["other"])
+		wd, err := workflowAdmin(t, h).GetWorkflow(ctxOf(t), r.ID)
+		if err != nil || wd.State != jobs.WorkflowFailed || wd.Failed != 3 || wd.Succeeded != 1 {
+			t.Fatalf("workflow: %+v, %v", wd.Workflow, err)
+		}
+	}},
+	{"RunAnywayRunsAfterAFailedParent", func(t *testing.T, h *Harness) {
+		b := task("b", "a")
+		b.OnParentFailure = jobs.DependencyRunAnyway
+		enqueueWorkflow(t, h, task("a"), b)
+		fail(t, h, wantClaimable(t, h, "a")["a"])
+		wantClaimable(t, h, "b")
+	}},
+	{"WaitHoldsUntilTheParentIsResurrectedAndSucceeds", func(t *testing.T, h *Harness) {
+		b := task("b", "a")
+		b.OnParentFailure = jobs.DependencyWait
+		r := enqueueWorkflow(t, h, task("a"), b)
+		fail(t, h, wantClaimable(t, h, "a")["a"])
+		wantClaimable(t, h)
+		wd, err := workflowAdmin(t, h).GetWorkflow(ctxOf(t), r.ID)
+		if err != nil || wd.Waiting != 1 || wd.Tasks[1].WaitingOn != 1 || !wd.Tasks[1].WaitingOnFailed {
+			t.Fatalf("b waits visibly on its failed parent: %+v, %v", wd, err)
+		}
+		if n, err := h.Store.Resurrect(ctxOf(t), jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{r.Jobs["a"]}}}); err != nil || n != 1 {
+			t.Fatalf("Resurrect: %d, %v", n, err)
+		}
+		succeed(t, h, wantClaimable(t, h, "a")["a"]) // b still waits while a runs again
+		wantClaimable(t, h, "b")
+	}},
+	{"WaitingOnAPurgedParentIsCancelled", func(t *testing.T, h *Harness) {
+		b := task("b", "a")
+		b.OnParentFailure = jobs.DependencyWait
+		r := enqueueWorkflow(t, h, task("a"), b)
+		fail(t, h, wantClaimable(t, h, "a")["a"])
+		if n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: []int64{r.Jobs["a"]}}}); err != nil || n != 1 {
+			t.Fatalf("Purge: %d, %v", n, err)
+		}
+		wantDependencyFailed(t, h, r.Jobs["b"])
+	}},
+	{"ZombieParentAppliesThePolicy", func(t *testing.T, h *Harness) {
+		r := enqueueWorkflow(t, h, task("a"), task("b", "a"))
+		a := wantClaimable(t, h, "a")["a"]
+		start(t, h, a.Ref())
+		h.Advance(t, globalZombie+1)
+		if rs := rescueZombies(t, h); len(rs) != 1 {
+			t.Fatalf("rescued %v", rs)
+		}
+		wantDependencyFailed(t, h, r.Jobs["b"])
+	}},
+	{"CancelOfAWholeWorkflow", func(t *testing.T, h *Harness) {
+		r := enqueueWorkflow(t, h, task("a"), task("b", "a"), task("c", "b"))
+		start(t, h, wantClaimable(t, h, "a")["a"].Ref())
+		res, err := workflowAdmin(t, h).CancelWorkflow(ctxOf(t), r.ID, "not needed")
+		if err != nil || len(res) != 3 {
+			t.Fatalf("CancelWorkflow: %v, %v", res, err)
+		}
+		for _, name := range []string{"b", "c"} {
+			if j := get(t, h, r.Jobs[name]); j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonCancelled {
+				t.Errorf("%s: %v %v, want cancelled (the operator's cancel, not its parent's)", name, j.Table, j.FailureReason)
+			}
+		}
+		if j := get(t, h, r.Jobs["a"]); j.CancelRequestedAt.IsZero() {
+			t.Error("the running task's cancel was not requested")
+		}
+	}},
+	{"RefusedWorkflowWritesNothing", func(t *testing.T, h *Harness) {
+		we, ok := h.Store.(jobs.WorkflowEnqueuer)
+		if !ok {
+			t.Skipf("%T has no jobs.WorkflowEnqueuer", h.Store)
+		}
+		for _, c := range []struct {
+			tasks []jobs.WorkflowTask
+			task  string
+		}{
+			{[]jobs.WorkflowTask{task("a", "c"), task("b", "a"), task("c", "b")}, "a"},
+			{[]jobs.WorkflowTask{task("a"), task("b", "nope")}, "b"},
+			{[]jobs.WorkflowTask{task("a"), task("a")}, "a"},
+			{[]jobs.WorkflowTask{task("a"), {Name: "bad", Job: jobs.EnqueueParams{Type: ""}}}, "bad"},
+		} {
+			_, err := we.EnqueueWorkflow(ctxOf(t), jobs.WorkflowParams{Name: "w", Tasks: c.tasks})
+			var we *jobs.WorkflowError
+			if !errors.As(err, &we) || we.Task != c.task {
+				t.Errorf("%v: %v, want a WorkflowError naming task %q", c.tasks, err, c.task)
+			}
+		}
+		if n, err := h.Store.CountJobs(ctxOf(t), jobs.TableHot, jobs.Filter{}); err != nil || n != 0 {
+			t.Fatalf("%d jobs written by refused workflows (%v)", n, err)
+		}
+	}},
+}

@@ -1,0 +1,95 @@
+package chokaq
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// WorkflowTask is one task of EnqueueWorkflow: its job (Args, Opts, as
+// EnqueueMany's items), the names of the tasks it runs after, and what it
+// does when one of them ends in the DLQ (ADR 0034).
+type WorkflowTask struct {
+	Name            string
+	Args            Args
+	Opts            *EnqueueOpts
+	After           []string
+	OnParentFailure jobs.DependencyPolicy
+}
+
+// EnqueueWorkflow adds a workflow: every task at once, all or none. A task
+// is claimable once each task it runs after has succeeded; a refused
+// workflow (a cycle, a task it names that is not there, a bad job) writes
+// nothing and names the task (jobs.WorkflowError). Each task's job goes
+// through its kind's policy and the enqueue middleware as an enqueue's
+// does. The store must keep dependencies (jobs.WorkflowEnqueuer), else
+// the error wraps jobs.ErrWorkflowsUnsupported.
+func (c *Client) EnqueueWorkflow(ctx context.Context, name string, tasks ...WorkflowTask) (jobs.WorkflowResult, error) {
+	we, ok := c.store.(jobs.WorkflowEnqueuer)
+	if !ok {
+		return jobs.WorkflowResult{}, fmt.Errorf("chokaq: workflow %q: %w", name, jobs.ErrWorkflowsUnsupported)
+	}
+	p := jobs.WorkflowParams{Name: name, Tasks: make([]jobs.WorkflowTask, len(tasks))}
+	ps := make([]jobs.EnqueueParams, len(tasks))
+	for i, t := range tasks {
+		job, err := params(t.Args, t.Opts, c.reg)
+		if err == nil {
+			job, err = c.prepared(ctx, job)
+		}
+		if err != nil {
+			return jobs.WorkflowResult{}, &jobs.WorkflowError{Workflow: name, Task: t.Name, Err: err}
+		}
+		p.Tasks[i] = jobs.WorkflowTask{Name: t.Name, Job: job, After: t.After, OnParentFailure: t.OnParentFailure}
+		ps[i] = job
+	}
+	r, err := we.EnqueueWorkflow(ctx, p)
+	if err != nil {
+		return r, err // the store names itself
+	}
+	rs := make([]jobs.EnqueueResult, len(tasks))
+	for i, t := range tasks {
+		rs[i] = jobs.EnqueueResult{ID: r.Jobs[t.Name]}
+	}
+	c.countEnqueued(ps, rs)
+	c.notify()
+	return r, nil
+}
+
+// workflowAdmin is the store's WorkflowAdmin, or an error wrapping
+// jobs.ErrWorkflowsUnsupported.
+func (c *Client) workflowAdmin() (jobs.WorkflowAdmin, error) {
+	wa, ok := c.store.(jobs.WorkflowAdmin)
+	if !ok {
+		return nil, fmt.Errorf("chokaq: %w", jobs.ErrWorkflowsUnsupported)
+	}
+	return wa, nil
+}
+
+// Workflows lists workflows, newest first (jobs.WorkflowAdmin).
+func (c *Client) Workflows(ctx context.Context, beforeID int64, limit int) ([]jobs.Workflow, error) {
+	wa, err := c.workflowAdmin()
+	if err != nil {
+		return nil, err
+	}
+	return wa.Workflows(ctx, beforeID, limit)
+}
+
+// GetWorkflow returns one workflow and its tasks (jobs.ErrWorkflowNotFound).
+func (c *Client) GetWorkflow(ctx context.Context, id int64) (jobs.WorkflowDetail, error) {
+	wa, err := c.workflowAdmin()
+	if err != nil {
+		return jobs.WorkflowDetail{}, err
+	}
+	return wa.GetWorkflow(ctx, id)
+}
+
+// CancelWorkflow cancels every task of the workflow not finished yet, as
+// Cancel does, with note as the reason.
+func (c *Client) CancelWorkflow(ctx context.Context, id int64, note string) ([]jobs.CancelResult, error) {
+	wa, err := c.workflowAdmin()
+	if err != nil {
+		return nil, err
+	}
+	return wa.CancelWorkflow(ctx, id, note)
+}

@@ -1,0 +1,98 @@
+package chokaq_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	chokaq "github.com/chokaq/chokaq-go"
+	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/jobs/memstore"
+)
+
+// StepArgs is one step of a test workflow.
+type StepArgs struct{ Step string }
+
+func (StepArgs) Kind() string { return "wf.step" }
+
+// An import -> transform x 3 -> report workflow runs its steps in order
+// through the Client and its processor; the report starts after every
+// transform finished.
+func TestEnqueueWorkflowRunsItsTasksInDependencyOrder(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	var order []string
+	reg := chokaq.NewRegistry()
+	if err := chokaq.Handle(reg, func(_ context.Context, _ *chokaq.Job, a StepArgs) error {
+		mu.Lock()
+		order = append(order, a.Step)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New(), DisableRescue: true}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := []chokaq.WorkflowTask{{Name: "import", Args: StepArgs{"import"}}}
+	for _, n := range []string{"t1", "t2", "t3"} {
+		tasks = append(tasks, chokaq.WorkflowTask{Name: n, Args: StepArgs{n}, After: []string{"import"}})
+	}
+	tasks = append(tasks, chokaq.WorkflowTask{Name: "report", Args: StepArgs{"report"}, After: []string{"t1", "t2", "t3"}})
+	r, err := c.EnqueueWorkflow(ctx, "nightly import", tasks...)
+	if err != nil || len(r.Jobs) != 5 {
+		t.Fatalf("EnqueueWorkflow: %+v, %v", r, err)
+	}
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop(context.WithoutCancel(ctx))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		wf, err := c.GetWorkflow(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if wf.State == jobs.WorkflowSucceeded {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workflow not done in 10 s: %+v", wf.Workflow)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 5 || order[0] != "import" || order[4] != "report" {
+		t.Fatalf("steps ran in the order %v, want import first and report last", order)
+	}
+}
+
+// A workflow refused for a task writes nothing and names the task; a
+// store without workflows says so.
+func TestEnqueueWorkflowRefusals(t *testing.T) {
+	ctx := t.Context()
+	c := enqueueOnly(t)
+	_, err := c.EnqueueWorkflow(ctx, "w", chokaq.WorkflowTask{Name: "a", Args: StepArgs{"a"}, After: []string{"b"}},
+		chokaq.WorkflowTask{Name: "b", Args: StepArgs{"b"}, After: []string{"a"}})
+	var we *jobs.WorkflowError
+	if !errors.As(err, &we) || !errors.Is(err, jobs.ErrWorkflowCycle) || we.Task == "" {
+		t.Fatalf("a cycle: %v", err)
+	}
+	if n, _ := c.CountJobs(ctx, jobs.TableHot, jobs.Filter{}); n != 0 {
+		t.Fatalf("%d jobs written by a refused workflow", n)
+	}
+	bare, err := chokaq.New(ctx, chokaq.Config{Store: storeWithoutWorkflows{memstore.New()}, DisableProcessor: true, DisableRescue: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bare.EnqueueWorkflow(ctx, "w", chokaq.WorkflowTask{Name: "a", Args: StepArgs{"a"}}); !errors.Is(err, jobs.ErrWorkflowsUnsupported) {
+		t.Fatalf("a store without workflows: %v", err)
+	}
+}
+
+// storeWithoutWorkflows hides the memory store's optional capabilities.
+type storeWithoutWorkflows struct{ jobs.Store }
