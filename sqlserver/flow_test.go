@@ -103,3 +103,29 @@ func TestClaimFlowControlIsBounded(t *testing.T) {
 		t.Errorf("claim: %d unpark selections bounded by TOP (@limit), want 2", n)
 	}
 }
+
+// A rate-limited claim (ADR 0033) reads its window under the Queues row's
+// update lock, and writes it back on the same row before COMMIT: one
+// claim at a time per rate-limited queue, so a window's claims sum to at
+// most its count. The probe calls a queue with a full, open window no
+// work.
+func TestRateLimitedClaimKeepsItsWindowUnderTheQueueRowLock(t *testing.T) {
+	q := render("my_schema")
+	claim := q.claim
+	lock := strings.Index(claim, "@rateStart = RateWindowStartUtc, @rateUsed = RateUsed\n    FROM [my_schema].Queues WITH (UPDLOCK, ROWLOCK) WHERE Name = @q;")
+	room := strings.Index(claim, "IF @n > @rateCount - @rateUsed SET @n = @rateCount - @rateUsed;")
+	write := strings.Index(claim, "UPDATE [my_schema].Queues WITH (ROWLOCK) SET RateWindowStartUtc = @rateStart, RateUsed = @rateUsed WHERE Name = @q;")
+	commit := strings.LastIndex(claim, "COMMIT TRANSACTION;")
+	if lock < 0 || room < lock || write < room || commit < write {
+		t.Fatalf("the window: read under the row lock at %d, capped at %d, written at %d, COMMIT at %d", lock, room, write, commit)
+	}
+	if !strings.Contains(claim, "IF @max IS NOT NULL OR @rated = 1") {
+		t.Error("a rate-limited queue's claim does not take its Queues row's update lock")
+	}
+	if !strings.HasSuffix(strings.TrimSpace(claim), "SELECT @heldMs;") {
+		t.Error("the claim's second result is not the hold")
+	}
+	if !strings.Contains(q.dueProbe, "q.RateUsed >= q.RateCount AND DATEADD(MILLISECOND, q.RateWindowMs, q.RateWindowStartUtc) > @now") {
+		t.Error("the probe does not leave out a queue whose open window is full")
+	}
+}
