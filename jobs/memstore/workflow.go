@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -118,14 +119,26 @@ func (s *Store) release(t *task, now time.Time) {
 	s.pushPending(j, now)
 }
 
+// children yields the children of job j's task (none for a job of no
+// workflow), each with the index of j's edge among its parents.
+func (s *Store) children(j *jobs.Job) iter.Seq2[*task, int] {
+	return func(yield func(*task, int) bool) {
+		t := s.tasks[j.ID]
+		if t == nil {
+			return
+		}
+		for _, c := range t.children {
+			if !yield(c, slices.Index(c.parents, t)) {
+				return
+			}
+		}
+	}
+}
+
 // taskSucceeded releases the children of an archived task.
 func (s *Store) taskSucceeded(j *jobs.Job, now time.Time) {
-	t := s.tasks[j.ID]
-	if t == nil {
-		return
-	}
-	for _, c := range t.children {
-		c.edges[slices.Index(c.parents, t)] = edgeDone
+	for c, i := range s.children(j) {
+		c.edges[i] = edgeDone
 		if c.blocked {
 			s.release(c, now)
 		}
@@ -135,12 +148,7 @@ func (s *Store) taskSucceeded(j *jobs.Job, now time.Time) {
 // taskFailed applies each waiting child's policy for a task that entered
 // the DLQ; a cancelled child does the same to its own, down the graph.
 func (s *Store) taskFailed(j *jobs.Job, now time.Time) {
-	t := s.tasks[j.ID]
-	if t == nil {
-		return
-	}
-	for _, c := range t.children {
-		i := slices.Index(c.parents, t)
+	for c, i := range s.children(j) {
 		if !c.blocked || c.edges[i] == edgeDone {
 			continue // running or finished already, or run anyway
 		}
@@ -151,15 +159,16 @@ func (s *Store) taskFailed(j *jobs.Job, now time.Time) {
 		case jobs.DependencyWait:
 			c.edges[i] = edgeFailed
 		default:
-			s.failDependent(c, t, j, now)
+			s.failDependent(c, i, j, now)
 		}
 	}
 }
 
-// failDependent dead-letters blocked task c for its parent t (job pj).
-func (s *Store) failDependent(c, t *task, pj *jobs.Job, now time.Time) {
+// failDependent dead-letters blocked task c for its parent of edge i (job
+// pj).
+func (s *Store) failDependent(c *task, i int, pj *jobs.Job, now time.Time) {
 	cj := s.hot[c.job] // removeHot counts it out of waitingOnParents
-	s.toDLQ(cj, jobs.ReasonDependencyFailed, dependencyDetails(t.name, pj), now)
+	s.toDLQ(cj, jobs.ReasonDependencyFailed, dependencyDetails(c.parents[i].name, pj), now)
 }
 
 func dependencyDetails(parent string, pj *jobs.Job) string {
@@ -179,8 +188,8 @@ func (s *Store) taskResurrected(j *jobs.Job, now time.Time) {
 	if t == nil {
 		return
 	}
-	for _, c := range t.children {
-		if i := slices.Index(c.parents, t); c.edges[i] == edgeFailed {
+	for c, i := range s.children(j) {
+		if c.edges[i] == edgeFailed {
 			c.edges[i] = edgeWaiting
 		}
 	}
@@ -207,9 +216,9 @@ func (s *Store) taskGone(j *jobs.Job, now time.Time) {
 	if t == nil {
 		return
 	}
-	for _, c := range t.children {
-		if i := slices.Index(c.parents, t); c.blocked && c.edges[i] == edgeFailed {
-			s.failDependent(c, t, j, now)
+	for c, i := range s.children(j) {
+		if c.blocked && c.edges[i] == edgeFailed {
+			s.failDependent(c, i, j, now)
 		}
 	}
 	delete(s.tasks, j.ID)

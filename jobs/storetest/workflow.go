@@ -92,6 +92,16 @@ func wantDependencyFailed(t *testing.T, h *Harness, id int64) {
 	}
 }
 
+// failedParent enqueues a -> b, b with policy, and dead-letters a.
+func failedParent(t *testing.T, h *Harness, policy jobs.DependencyPolicy) jobs.WorkflowResult {
+	t.Helper()
+	b := task("b", "a")
+	b.OnParentFailure = policy
+	r := enqueueWorkflow(t, h, task("a"), b)
+	fail(t, h, wantClaimable(t, h, "a")["a"])
+	return r
+}
+
 var workflowCases = []testCase{
 	{"Chain", func(t *testing.T, h *Harness) {
 		r := enqueueWorkflow(t, h, task("a"), task("b", "a"), task("c", "b"))
@@ -162,17 +172,11 @@ var workflowCases = []testCase{
 		}
 	}},
 	{"RunAnywayRunsAfterAFailedParent", func(t *testing.T, h *Harness) {
-		b := task("b", "a")
-		b.OnParentFailure = jobs.DependencyRunAnyway
-		enqueueWorkflow(t, h, task("a"), b)
-		fail(t, h, wantClaimable(t, h, "a")["a"])
+		failedParent(t, h, jobs.DependencyRunAnyway)
 		wantClaimable(t, h, "b")
 	}},
 	{"WaitHoldsUntilTheParentIsResurrectedAndSucceeds", func(t *testing.T, h *Harness) {
-		b := task("b", "a")
-		b.OnParentFailure = jobs.DependencyWait
-		r := enqueueWorkflow(t, h, task("a"), b)
-		fail(t, h, wantClaimable(t, h, "a")["a"])
+		r := failedParent(t, h, jobs.DependencyWait)
 		wantClaimable(t, h)
 		wd, err := workflowAdmin(t, h).GetWorkflow(ctxOf(t), r.ID)
 		if err != nil || wd.Waiting != 1 || wd.Tasks[1].WaitingOn != 1 || !wd.Tasks[1].WaitingOnFailed {
@@ -185,10 +189,7 @@ var workflowCases = []testCase{
 		wantClaimable(t, h, "b")
 	}},
 	{"WaitingOnAPurgedParentIsCancelled", func(t *testing.T, h *Harness) {
-		b := task("b", "a")
-		b.OnParentFailure = jobs.DependencyWait
-		r := enqueueWorkflow(t, h, task("a"), b)
-		fail(t, h, wantClaimable(t, h, "a")["a"])
+		r := failedParent(t, h, jobs.DependencyWait)
 		if n, err := h.Store.Purge(ctxOf(t), jobs.PurgeParams{Table: jobs.TableDLQ, Filter: jobs.Filter{IDs: []int64{r.Jobs["a"]}}}); err != nil || n != 1 {
 			t.Fatalf("Purge: %d, %v", n, err)
 		}
