@@ -156,15 +156,19 @@
     if (refreshing || !view || !view.dataset.refresh) { return; }
     // A reason being typed (focused, or edited) must not be swapped away:
     // the inspector follows the job again once the form is left alone.
-    var editing = Array.prototype.some.call(view.querySelectorAll("input, textarea"), function (el) {
-      return el === document.activeElement || (el.type !== "hidden" && el.value !== el.defaultValue);
-    });
-    if (editing) { return; }
+    // Asked again when the page arrives: one can start typing while it
+    // is fetched.
+    function editing() {
+      return Array.prototype.some.call(view.querySelectorAll("input, textarea"), function (el) {
+        return el === document.activeElement || (el.type !== "hidden" && el.value !== el.defaultValue);
+      });
+    }
+    if (editing()) { return; }
     refreshing = true;
     fetch(location.href, { credentials: "same-origin", headers: { "Accept": "text/html" } })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
-        if (!html) { return; }
+        if (!html || editing() || !view.isConnected) { return; }
         var next = new DOMParser().parseFromString(html, "text/html").getElementById("job-view");
         if (next) {
           next = document.adoptNode(next);
