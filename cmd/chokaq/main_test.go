@@ -662,3 +662,19 @@ func TestConfigShowsFlowControlKeys(t *testing.T) {
 	wantExit(t, runBinary(t, dir, "", "--set", "QueueSettings.mail.SequenceOnDeadLetter=later", "config", "show"), exitUsage,
 		"ChokaQ.QueueSettings.mail.SequenceOnDeadLetter = later", "must be continue or hold")
 }
+
+// config show prints a queue's rate limit as the file writes it, and one
+// out of bounds is refused naming the key and the value (exit 2).
+func TestConfigShowsTheRateLimit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "appsettings.yaml"), []byte("ChokaQ:\n  QueueSettings:\n    partner:\n      RateLimit: 100/60s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runBinary(t, dir, "", "config", "show")
+	wantExit(t, r, exitOK)
+	if !strings.Contains(r.stdout, "    partner:\n      RateLimit: 100/1m\n") {
+		t.Fatalf("config show lacks RateLimit: 100/1m:\n%s", r.stdout)
+	}
+	wantExit(t, runBinary(t, dir, "", "--set", "QueueSettings.partner.RateLimit=100/48h", "config", "show"), exitUsage,
+		"ChokaQ.QueueSettings.partner.RateLimit = 100/48h", "the window must be between 100ms and 24h")
+}
