@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -32,7 +31,7 @@ func (a *app) statsCommand() *cobra.Command {
 			}
 			limits := make(map[string]jobs.RateLimit, len(qs))
 			for _, q := range qs {
-				limits[strings.ToLower(q.Name)] = q.RateLimit
+				limits[jobs.QueueKey(q.Name)] = q.RateLimit
 			}
 			return a.print(st, func(w *tabwriter.Writer) {
 				if len(st) == 0 {
@@ -45,7 +44,7 @@ func (a *app) statsCommand() *cobra.Command {
 				// (ADR 0033).
 				fmt.Fprintln(w, "QUEUE\tPAUSED\tPENDING\tSCHEDULED\tFETCHED\tPROCESSING\tARCHIVED\tDEAD-LETTERED\tLAG\tWAITING-ON-KEY\tWAITING-ON-SEQUENCE\tWAITING-ON-RATE\tRATE-LIMIT\tWINDOW")
 				for _, q := range st {
-					r := limits[strings.ToLower(q.Queue)]
+					r := limits[jobs.QueueKey(q.Queue)]
 					fmt.Fprintf(w, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%d\t%d\t%d\t%s\t%s\n", q.Queue, q.Paused, q.Pending, q.Scheduled, q.Fetched,
 						q.Processing, q.Archived, q.DeadLettered, q.Lag.Round(time.Millisecond), q.WaitingOnKey, q.WaitingOnSequence,
 						q.WaitingOnRate, r, windowText(r, q))
