@@ -472,3 +472,50 @@ func Example_flowControl() {
 	// most exports at once: big 1, small 2
 	// ledger entries posted in order: [1 2 3 4 5]
 }
+
+// PartnerCallArgs are one call to a partner API that allows 100 calls a
+// minute.
+type PartnerCallArgs struct {
+	Call int `json:"call"`
+}
+
+func (PartnerCallArgs) Kind() string { return "partner.call" }
+
+// Rate limits: at most 100 of the queue's jobs claimed per minute, across
+// every process. The window opens at the first claim; the jobs it has no
+// room for stay Pending, in no buffer, until it closes.
+func Example_rateLimit() {
+	ctx := context.Background()
+	called := make(chan int, 105)
+	reg := chokaq.NewRegistry()
+	chokaq.MustHandle(reg, func(ctx context.Context, job *chokaq.Job, args PartnerCallArgs) error {
+		called <- args.Call
+		return nil
+	})
+	client, err := chokaq.New(ctx, chokaq.Config{Store: memstore.New()}, reg)
+	if err != nil {
+		panic(err)
+	}
+	limit := jobs.RateLimit{Count: 100, Window: time.Minute} // "100/1m" in appsettings
+	if _, err := client.UpdateQueue(ctx, jobs.DefaultQueue, jobs.QueueUpdate{RateLimit: &limit}); err != nil {
+		panic(err)
+	}
+	for i := 1; i <= 105; i++ {
+		if _, err := client.Enqueue(ctx, PartnerCallArgs{Call: i}, nil); err != nil {
+			panic(err)
+		}
+	}
+	if err := client.Start(ctx); err != nil {
+		panic(err)
+	}
+	defer client.Stop(context.Background())
+	for range 100 {
+		<-called
+	}
+	st, err := client.Admin().QueueStats(ctx)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("this window: %d/%d claimed, %d waiting on the rate limit\n", st[0].WindowUsed, limit.Count, st[0].WaitingOnRate)
+	// Output: this window: 100/100 claimed, 5 waiting on the rate limit
+}

@@ -25,7 +25,7 @@ func TestReadmeShowsTheExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wanted := map[string]bool{"WelcomeArgs": false, "Kind": false, "Example": false, "Example_middleware": false, "ExampleRecordOutput": false, "Example_tracing": false, "SyncArgs": false, "Example_unique": false, "ExportArgs": false, "Example_flowControl": false}
+	wanted := map[string]bool{"WelcomeArgs": false, "Kind": false, "Example": false, "Example_middleware": false, "ExampleRecordOutput": false, "Example_tracing": false, "SyncArgs": false, "Example_unique": false, "ExportArgs": false, "Example_flowControl": false, "PartnerCallArgs": false, "Example_rateLimit": false}
 	for _, d := range f.Decls {
 		var name string
 		var doc *ast.CommentGroup

@@ -146,6 +146,10 @@ type QueueSetting struct {
 	// Weight is the queue's share of the claims of a processor serving it
 	// beside other queues (ADR 0032): 1 (the default) to 1000.
 	Weight *int
+	// RateLimit lets at most Count of the queue's jobs be claimed per
+	// Window, fleet-wide (ADR 0033): "100/1m" in the file; "none" (the
+	// zero limit) removes the queue's.
+	RateLimit *jobs.RateLimit
 }
 
 // Default returns every default of docs/design.md (Configuration defaults).
@@ -331,6 +335,7 @@ func (c *Config) QueueUpdates() map[string]jobs.QueueUpdate {
 			KeyLimits:            maps.Clone(s.KeyLimits),
 			SequenceOnDeadLetter: clonePtr(s.SequenceOnDeadLetter),
 			Weight:               clonePtr(s.Weight),
+			RateLimit:            clonePtr(s.RateLimit),
 		}
 	}
 	return out

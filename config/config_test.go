@@ -189,6 +189,9 @@ var yamlCases = []struct {
 		c.QueueSettings["Mail"] = QueueSetting{SequenceOnDeadLetter: ptr(jobs.SequenceHold)}
 	}},
 	{"QueueSettings.Mail.Weight", "9", func(c *Config) { c.QueueSettings["Mail"] = QueueSetting{Weight: ptr(9)} }},
+	{"QueueSettings.Mail.RateLimit", "20/s", func(c *Config) {
+		c.QueueSettings["Mail"] = QueueSetting{RateLimit: &jobs.RateLimit{Count: 20, Window: time.Second}}
+	}},
 	{"FetchedJobTimeoutSeconds", "300", func(c *Config) { c.Recovery.FetchedJobTimeout = 5 * time.Minute }},
 	{"ZombieTimeoutSeconds", "1200", func(c *Config) { c.Recovery.ProcessingZombieTimeout = 20 * time.Minute }},
 	{"MaxRetries", "5", func(c *Config) { c.Retry.MaxAttempts = 5 }},
@@ -288,7 +291,7 @@ func custom() *Config {
 	c.Retry = Retry{MaxAttempts: 9, BaseDelay: time.Second, MaxDelay: time.Minute, BackoffMultiplier: 3, JitterMaxDelay: 0}
 	c.Recovery = Recovery{ScanInterval: 10 * time.Second, FetchedJobTimeout: 3 * time.Minute, ProcessingZombieTimeout: 4 * time.Minute}
 	c.QueueSettings = map[string]QueueSetting{
-		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2), Weight: ptr(9)},
+		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2), Weight: ptr(9), RateLimit: &jobs.RateLimit{Count: 100, Window: time.Minute}},
 		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second),
 			MaxWorkersPerKey: ptr(2), KeyLimits: map[string]int{"Big": 5, "small": 1}, SequenceOnDeadLetter: ptr(jobs.SequenceHold)},
 	}
@@ -332,7 +335,7 @@ func TestQueueUpdates(t *testing.T) {
 	c := custom()
 	got := c.QueueUpdates()
 	want := map[string]jobs.QueueUpdate{
-		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2), Weight: ptr(9)},
+		"Mail": {Paused: ptr(false), MaxWorkers: ptr(2), Weight: ptr(9), RateLimit: &jobs.RateLimit{Count: 100, Window: time.Minute}},
 		"reports": {ZombieTimeout: ptr(time.Duration(600) * time.Second), ExecutionTimeout: ptr(time.Duration(3600) * time.Second),
 			MaxWorkersPerKey: ptr(2), KeyLimits: map[string]int{"Big": 5, "small": 1}, SequenceOnDeadLetter: ptr(jobs.SequenceHold)},
 	}
@@ -366,7 +369,7 @@ func TestStringRoundTrip(t *testing.T) {
 	}
 	s := c.String()
 	for _, want := range []string{"# environment: Production; storage: memory", "ChokaQ:", "  Execution:", "    PollInterval: 2s", "    DefaultTimeout: 1h\n", "    Concurrency: 4", "  QueueSettings:", "    Mail:",
-		"      MaxWorkersPerKey: 2", "      Weight: 9", "      KeyLimits:\n        Big: 5\n        small: 1", "      SequenceOnDeadLetter: hold"} {
+		"      MaxWorkersPerKey: 2", "      Weight: 9", "      RateLimit: 100/1m", "      KeyLimits:\n        Big: 5\n        small: 1", "      SequenceOnDeadLetter: hold"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("String() lacks %q:\n%s", want, s)
 		}
@@ -417,5 +420,19 @@ func TestClientConfig(t *testing.T) {
 	}
 	if j, _ := client.GetJob(context.Background(), r.ID); j.MaxAttempts != 7 {
 		t.Fatalf("Retry.MaxAttempts did not become the enqueue default: %d", j.MaxAttempts)
+	}
+}
+
+// RateLimit "none" loads as the zero limit, which the queue's update
+// carries to remove the queue's limit (ADR 0033), and config show writes
+// it back as none.
+func TestRateLimitNoneRemovesTheQueuesLimit(t *testing.T) {
+	c := mustLoad(t, source{yaml: "ChokaQ:\n  QueueSettings:\n    mail:\n      RateLimit: None\n"})
+	u := c.QueueUpdates()["mail"]
+	if u.RateLimit == nil || !u.RateLimit.IsZero() {
+		t.Fatalf("QueueUpdates()[mail].RateLimit = %v, want a pointer to the zero limit", u.RateLimit)
+	}
+	if s := c.String(); !strings.Contains(s, "      RateLimit: none\n") {
+		t.Errorf("String() lacks RateLimit: none:\n%s", s)
 	}
 }

@@ -38,6 +38,8 @@ const (
 	kindQueueRetention
 	// kindSequencePolicy is continue or hold (jobs.ParseSequencePolicy).
 	kindSequencePolicy
+	// kindRateLimit is "N/window" or "none" (jobs.ParseRateLimit).
+	kindRateLimit
 	// kindJSON is JSON: a YAML mapping, list or scalar (encoded), or a
 	// string holding JSON.
 	kindJSON
@@ -123,6 +125,7 @@ var queueKeys = []queueKeyDef{
 	{name: keyLimitsKey, kind: kindInt, section: true},
 	{name: "SequenceOnDeadLetter", kind: kindSequencePolicy, set: func(s *QueueSetting, v any) { p := v.(jobs.SequencePolicy); s.SequenceOnDeadLetter = &p }},
 	{name: "Weight", kind: kindInt, set: func(s *QueueSetting, v any) { n := v.(int); s.Weight = &n }},
+	{name: "RateLimit", kind: kindRateLimit, set: func(s *QueueSetting, v any) { r := v.(jobs.RateLimit); s.RateLimit = &r }},
 }
 
 // keyLimitsKey is the per-queue section of concurrency keys' own caps:
@@ -263,7 +266,7 @@ func match(path []string, joinQueue string) (target, string) {
 			return target{}, "must be a section of queues, each a section of settings (e.g. ChokaQ.QueueSettings.default.MaxWorkers)"
 		case 2:
 			return target{}, "must be a section of settings (Paused, MaxWorkers, ZombieTimeoutSeconds, ExecutionTimeoutSeconds, " +
-				"ArchiveRetention, DeadLetterRetention, MaxWorkersPerKey, KeyLimits, SequenceOnDeadLetter, Weight)"
+				"ArchiveRetention, DeadLetterRetention, MaxWorkersPerKey, KeyLimits, SequenceOnDeadLetter, Weight, RateLimit)"
 		}
 		last := path[len(path)-1]
 		// QueueSettings.<queue>.KeyLimits.<key>: the concurrency key is the

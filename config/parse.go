@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -29,6 +30,7 @@ const (
 	ruleWholeSeconds = "must be whole seconds, such as 90, 90s or 00:01:30"
 	ruleQueues       = "must be a list of queue names or a comma-separated string"
 	ruleSequence     = "must be continue or hold"
+	ruleRateLimit    = `must be "N/window", as "100/1m" or "20/s", or "none"`
 )
 
 // parse reads a raw value as kind k. Values from YAML arrive as string,
@@ -148,6 +150,21 @@ func parse(k kind, raw any) (any, string) {
 			}
 		}
 		return nil, ruleSequence
+	case kindRateLimit:
+		// jobs.ParseRateLimit reads the form and applies the bounds, so
+		// its rule (a zero count, a window of 10ms or 48h) is the message;
+		// "none" is the zero limit, which removes the queue's.
+		s, ok := raw.(string)
+		if !ok {
+			return nil, ruleRateLimit
+		}
+		r, err := jobs.ParseRateLimit(s)
+		if ve, isVE := errors.AsType[*jobs.ValidationError](err); isVE {
+			return nil, ve.Rule
+		} else if err != nil {
+			return nil, ruleRateLimit
+		}
+		return r, ""
 	case kindJSON:
 		switch v := raw.(type) {
 		case jsonValue:

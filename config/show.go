@@ -115,6 +115,7 @@ type showQueue struct {
 	KeyLimits               map[string]int `yaml:"KeyLimits,omitempty" json:"KeyLimits,omitempty"`
 	SequenceOnDeadLetter    *string        `yaml:"SequenceOnDeadLetter,omitempty" json:"SequenceOnDeadLetter,omitempty"`
 	Weight                  *int           `yaml:"Weight,omitempty" json:"Weight,omitempty"`
+	RateLimit               *string        `yaml:"RateLimit,omitempty" json:"RateLimit,omitempty"`
 }
 
 // String renders the configuration as appsettings.yaml would hold it, with
@@ -196,7 +197,7 @@ func (c *Config) shown() showFile {
 				ZombieTimeoutSeconds: wholeSeconds(s.ZombieTimeout), ExecutionTimeoutSeconds: wholeSeconds(s.ExecutionTimeout),
 				ArchiveRetention: queueRetentionText(s.ArchiveRetention), DeadLetterRetention: queueRetentionText(s.DeadLetterRetention),
 				MaxWorkersPerKey: s.MaxWorkersPerKey, KeyLimits: s.KeyLimits, SequenceOnDeadLetter: policyText(s.SequenceOnDeadLetter),
-				Weight: s.Weight}
+				Weight: s.Weight, RateLimit: rateText(s.RateLimit)}
 		}
 	}
 	if len(c.Schedules) > 0 {
@@ -239,6 +240,15 @@ func policyText(p *jobs.SequencePolicy) *string {
 		return nil
 	}
 	t := p.String()
+	return &t
+}
+
+// rateText shows a rate limit as the file writes it ("100/1m", "none").
+func rateText(r *jobs.RateLimit) *string {
+	if r == nil {
+		return nil
+	}
+	t := r.String()
 	return &t
 }
 

@@ -349,6 +349,10 @@ func (c *Config) validateQueue(v checker, name string) error {
 	if ve, ok := errors.AsType[*jobs.ValidationError]((jobs.QueueUpdate{Weight: s.Weight}).Validate()); ok {
 		return v.fail(id+".Weight", ve.Value, ve.Rule)
 	}
+	// A rate limit set in Go (the file's are checked as they are read).
+	if ve, ok := errors.AsType[*jobs.ValidationError]((jobs.QueueUpdate{RateLimit: s.RateLimit}).Validate()); ok {
+		return v.fail(id+".RateLimit", ve.Value, ve.Rule)
+	}
 	return nil
 }
 

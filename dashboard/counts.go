@@ -26,6 +26,13 @@ type queueCounts struct {
 	// flow control (ADR 0031), counted in Pending too.
 	WaitingOnKey      int64 `json:"waiting_key"`
 	WaitingOnSequence int64 `json:"waiting_sequence"`
+	// WaitingOnRate are the Pending jobs a full rate-limit window holds
+	// (ADR 0033), also in Pending; WindowUsed and WindowEndsAt are the
+	// open window's claims and end (zero: none open), Window their text.
+	WaitingOnRate int64     `json:"waiting_rate"`
+	WindowUsed    int       `json:"window_used"`
+	WindowEndsAt  time.Time `json:"window_ends_at"`
+	Window        string    `json:"window"`
 	// BusiestKeys are the keys holding the most workers (the queue page's
 	// table, not copied by the script).
 	BusiestKeys []jobs.KeyCount `json:"busiest_keys,omitempty"`
@@ -63,7 +70,8 @@ func (d *Dashboard) counts(ctx context.Context) (counts, error) {
 	for _, s := range stats {
 		q := queueCounts{Queue: s.Queue, Paused: s.Paused, MaxWorkers: s.MaxWorkers, Pending: s.Pending, Scheduled: s.Scheduled,
 			Fetched: s.Fetched, Processing: s.Processing, Archived: s.Archived, DeadLettered: s.DeadLettered, LagSeconds: s.Lag.Seconds(),
-			WaitingOnKey: s.WaitingOnKey, WaitingOnSequence: s.WaitingOnSequence, BusiestKeys: s.BusiestKeys}
+			WaitingOnKey: s.WaitingOnKey, WaitingOnSequence: s.WaitingOnSequence, BusiestKeys: s.BusiestKeys,
+			WaitingOnRate: s.WaitingOnRate, WindowUsed: s.WindowUsed, WindowEndsAt: s.WindowEndsAt}
 		for _, w := range []struct {
 			span time.Duration
 			into *float64
@@ -83,13 +91,14 @@ func (d *Dashboard) counts(ctx context.Context) (counts, error) {
 		t.DeadLettered += q.DeadLettered
 		t.WaitingOnKey += q.WaitingOnKey
 		t.WaitingOnSequence += q.WaitingOnSequence
+		t.WaitingOnRate += q.WaitingOnRate
 		t.LagSeconds = max(t.LagSeconds, q.LagSeconds)
 		t.PerSecond1m += q.PerSecond1m
 		t.PerSecond5m += q.PerSecond5m
 		c.Queues = append(c.Queues, q.withText())
 	}
 	c.Total = c.Total.withText()
-	c.Total.State = ""
+	c.Total.State, c.Total.Window = "", "" // each queue has its own
 	return c, nil
 }
 
@@ -100,7 +109,17 @@ func (q queueCounts) withText() queueCounts {
 	}
 	q.Lag = lagText(time.Duration(q.LagSeconds * float64(time.Second)))
 	q.Rate1m, q.Rate5m = rateText(q.PerSecond1m), rateText(q.PerSecond5m)
+	q.Window = windowText(q.WindowUsed, q.WindowEndsAt)
 	return q
+}
+
+// windowText is a rate-limited queue's open window: how many claims it
+// has taken and when it closes, by the store's clock in UTC.
+func windowText(used int, ends time.Time) string {
+	if ends.IsZero() {
+		return "none open"
+	}
+	return fmt.Sprintf("%d claimed, closes %s UTC", used, clockText(ends))
 }
 
 func lagText(d time.Duration) string {

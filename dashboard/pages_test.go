@@ -415,11 +415,11 @@ func TestOverviewCountsEveryStatus(t *testing.T) {
 	want := queueCounts{Queue: "mail", State: "active", Pending: 5, Scheduled: 1, Fetched: 2, Processing: 1, Archived: 4, DeadLettered: 3,
 		LagSeconds: 90, Lag: "1m30s",
 		// The four archived 90s ago: none in the last minute, 4 in five.
-		PerSecond1m: 0, PerSecond5m: 4.0 / 300, Rate1m: "0", Rate5m: "0.01"}
+		PerSecond1m: 0, PerSecond5m: 4.0 / 300, Rate1m: "0", Rate5m: "0.01", Window: "none open"}
 	if !reflect.DeepEqual(c.Queues[0], want) {
 		t.Fatalf("counts\n got  %+v\n want %+v", c.Queues[0], want)
 	}
-	want.Queue, want.State = "all queues", ""
+	want.Queue, want.State, want.Window = "all queues", "", ""
 	if !reflect.DeepEqual(c.Total, want) {
 		t.Fatalf("total\n got  %+v\n want %+v", c.Total, want)
 	}
@@ -569,6 +569,44 @@ func TestQueuePageShowsTheWeight(t *testing.T) {
 	}
 	wantStatus(t, f.get("/queue/mail"), http.StatusOK, `weight <span id="queue-weight">9</span> · zombie`)
 	wantStatus(t, f.get("/queue/reports"), http.StatusOK, `weight <span id="queue-weight">1</span> <span class="sub">(default)</span>`)
+}
+
+// The queue page shows the queue's rate limit (ADR 0033), the open
+// window's claims and when it closes, and the jobs the full window holds;
+// the counts events carry the same, as the flow-control counts, so the
+// page follows them live. A queue without a limit says none.
+func TestQueuePageShowsTheRateLimitAndItsWindow(t *testing.T) {
+	clock := memstore.NewManualClock(time.Date(2026, 12, 3, 12, 2, 4, 0, time.UTC))
+	f := newFixtureOn(t, memstore.New(memstore.WithClock(clock.Now)), Options{})
+	ctx := context.Background()
+	if _, err := f.store.UpdateQueue(ctx, "partner", jobs.QueueUpdate{RateLimit: &jobs.RateLimit{Count: 3, Window: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		f.enqueue("partner", "call", `{}`)
+	}
+	f.enqueue("mail", "email.send", `{}`)
+	if got, err := f.store.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"partner"}, Limit: 10}); err != nil || len(got) != 3 {
+		t.Fatalf("Claim = %d jobs, %v; want the window's 3", len(got), err)
+	}
+	wantStatus(t, f.get("/queue/partner"), http.StatusOK,
+		`<p class="note" id="rate-limit" data-counts-of="partner">Rate limit <span id="rate-limit-value">3/1m</span>, fleet-wide`,
+		`this window <span data-k="window">3 claimed, closes 12:03:04 UTC</span>`,
+		`waiting on the rate limit <span data-k="waiting_rate">2</span>`)
+	wantStatus(t, f.get("/queue/mail"), http.StatusOK, `data-counts-of="mail">Rate limit none</p>`)
+
+	c, err := f.dash.counts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range c.Queues {
+		if q.Queue == "partner" && (q.WaitingOnRate != 2 || q.WindowUsed != 3 || q.Window != "3 claimed, closes 12:03:04 UTC") {
+			t.Errorf("counts of partner: waiting %d, used %d, window %q", q.WaitingOnRate, q.WindowUsed, q.Window)
+		}
+	}
+	if c.Total.WaitingOnRate != 2 {
+		t.Errorf("total waiting on a rate limit = %d, want 2", c.Total.WaitingOnRate)
+	}
 }
 
 // The queue page shows its flow control: the limits, and how many Pending

@@ -128,11 +128,39 @@ func TestWaitingSampleCountsKeyAndSequenceApart(t *testing.T) {
 	sample := m.SampleDepthsAfterSweep(s, []string{"a", "b"})
 	sample(zombie.Result{}, nil)
 	wantValues(t, "waiting", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{
-		"queue=a,reason=key": 2, "queue=a,reason=sequence": 1,
-		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0,
+		"queue=a,reason=key": 2, "queue=a,reason=sequence": 1, "queue=a,reason=rate_limit": 0,
+		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0, "queue=b,reason=rate_limit": 0,
 	})
 	sample(zombie.Result{Skipped: true}, nil)
 	wantValues(t, "waiting after a skipped sweep", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{})
+}
+
+// TestWaitingSampleCountsJobsAFullRateWindowHolds: the due jobs of a queue
+// whose rate-limit window is full (ADR 0033) are reported under
+// reason="rate_limit", apart from flow control's, and a queue with room
+// left in its window reports none.
+func TestWaitingSampleCountsJobsAFullRateWindowHolds(t *testing.T) {
+	ctx := context.Background()
+	m, reader := newTestMetrics(t, telemetry.Options{})
+	s := memstore.New()
+	for q, r := range map[string]jobs.RateLimit{"a": {Count: 2, Window: time.Hour}, "b": {Count: 10, Window: time.Hour}} {
+		if _, err := s.UpdateQueue(ctx, q, jobs.QueueUpdate{RateLimit: &r}); err != nil {
+			t.Fatal(err)
+		}
+		for range 5 {
+			if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Queue: q, Type: "t"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{q}, Limit: 2}); err != nil || len(got) != 2 {
+			t.Fatalf("claim %s: %v %v", q, got, err)
+		}
+	}
+	m.SampleDepthsAfterSweep(s, []string{"a", "b"})(zombie.Result{}, nil)
+	wantValues(t, "waiting", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{
+		"queue=a,reason=key": 0, "queue=a,reason=sequence": 0, "queue=a,reason=rate_limit": 3,
+		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0, "queue=b,reason=rate_limit": 0,
+	})
 }
 
 // statsFail is a store whose QueueStats fails.
@@ -148,8 +176,8 @@ func TestAFailedStatsReadClearsOnlyTheWaitingSample(t *testing.T) {
 	m, reader := newTestMetrics(t, telemetry.Options{})
 	s := memstore.New()
 	m.SampleDepthsAfterSweep(s, []string{"a"})(zombie.Result{}, nil)
-	if got := collect(t, reader).gauge(t, "chokaq.jobs.waiting"); len(got) != 2 {
-		t.Fatalf("waiting before = %v, want two zero series", got)
+	if got := collect(t, reader).gauge(t, "chokaq.jobs.waiting"); len(got) != 3 {
+		t.Fatalf("waiting before = %v, want three zero series (key, sequence, rate_limit)", got)
 	}
 	m.SampleDepthsAfterSweep(statsFail{s}, []string{"a"})(zombie.Result{}, nil)
 	got := collect(t, reader)

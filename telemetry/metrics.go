@@ -151,7 +151,7 @@ func New(opts Options) (*Metrics, error) {
 	m.bufferedGauge = b.gauge("chokaq.processor.buffered", "Jobs in this process's prefetch buffers (Fetched, not started).")
 	m.runningGauge = b.gauge("chokaq.processor.running", "Handlers running in this process.")
 	m.depthGauge = b.gauge("chokaq.queue.depth", "Hot jobs per queue and status at the last rescue sweep, each count capped.")
-	m.waitingGauge = b.gauge("chokaq.jobs.waiting", "Due Pending jobs flow control holds back at the last rescue sweep, per queue and reason: key (their concurrency key at its limit) or sequence (an earlier job of their sequence unfinished).")
+	m.waitingGauge = b.gauge("chokaq.jobs.waiting", "Due Pending jobs flow control holds back at the last rescue sweep, per queue and reason: key (their concurrency key at its limit), sequence (an earlier job of their sequence unfinished) or rate_limit (the queue's rate-limit window full).")
 	if b.err != nil {
 		return nil, fmt.Errorf("telemetry: %w", b.err)
 	}

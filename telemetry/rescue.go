@@ -100,8 +100,9 @@ func (m *Metrics) SampleDepthsAfterSweep(store jobs.Admin, queues []string) func
 // counts the jobs flow control holds back (ADR 0031). QueueStats is not
 // capped as QueueDepths is; read once per scan interval, by the leader
 // only, it costs less than the dashboard, which reads it on every view.
-// The reason is key or sequence, never the key itself: keys are as many
-// as tenants or orders, and would be unbounded labels.
+// The reason is key, sequence or rate_limit (a full rate-limit window,
+// ADR 0033), never the key itself: keys are as many as tenants or orders,
+// and would be unbounded labels.
 func (m *Metrics) sampleWaiting(store jobs.Admin, queues []string) {
 	// Its own timeout: a slow QueueStats must not cut the depth query short.
 	ctx, cancel := context.WithTimeout(context.Background(), depthSampleTimeout)
@@ -121,6 +122,7 @@ func (m *Metrics) sampleWaiting(store jobs.Admin, queues []string) {
 		label := m.queues.value(q)
 		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "key")), byQueue[q].WaitingOnKey)
 		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "sequence")), byQueue[q].WaitingOnSequence)
+		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "rate_limit")), byQueue[q].WaitingOnRate)
 	}
 	m.waiting.Store(&b.s)
 }

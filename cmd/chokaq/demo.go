@@ -50,6 +50,7 @@ type demoSummary struct {
 	ResurrectedOutcome string        `json:"resurrected_outcome"`
 	Schedule           demoSchedule  `json:"schedule"`
 	Flow               demoFlow      `json:"flow_control"`
+	Rate               demoRate      `json:"rate_limit"`
 	Took               time.Duration `json:"took_ns"`
 }
 
@@ -446,6 +447,10 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 	if sum.Flow, err = runFlowDemo(ctx, store, pcfg); err != nil {
 		return err
 	}
+	a.say("rate limit: 12 jobs on a queue limited to 5 per second, with workers to spare")
+	if sum.Rate, err = runRateDemo(ctx, store, pcfg); err != nil {
+		return err
+	}
 	sum.Retried = healthy.Stats().Retried
 	sum.RecoveredFetched = rescuer.Counters().Recovered
 	sum.Took = time.Since(started).Round(time.Millisecond)
@@ -465,6 +470,7 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 		fmt.Fprintf(w, "  schedule %s (@every 2s)\tfired %d ticks: %d before its pause, then paused %s (%d ticks missed, fired as one on resume), %d handled\n",
 			sc.Name, sc.Fired, sc.FiredBeforePause, sc.Paused.Round(100*time.Millisecond), sc.Missed, sc.Handled)
 		fmt.Fprintf(w, "  flow control\t%s\n", sum.Flow.line())
+		fmt.Fprintf(w, "  rate limit\t%s\n", sum.Rate.line())
 		fmt.Fprintf(w, "  took\t%s\n", sum.Took)
 	})
 }

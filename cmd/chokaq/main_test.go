@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -185,6 +186,7 @@ func TestDemoFinishesWithItsSummary(t *testing.T) {
 		"cancelled before it ran", "cancelled while running",
 		"schedule demo-every-2s (@every 2s)", "2 before its pause", "(2 ticks missed, fired as one on resume)",
 		"tenant big (limit 1) ran at most 1 at once", "posted [1 2 3 4 5]",
+		"12 jobs at 5/1s: claimed per window [5 5 2], at most 5 in any window",
 	} {
 		if !strings.Contains(strings.ReplaceAll(r.stdout, "  ", "\t"), strings.TrimSuffix(want, "\t")) {
 			t.Fatalf("demo output lacks %q:\n%s", want, r.stdout)
@@ -222,6 +224,11 @@ func TestDemoJSONSummary(t *testing.T) {
 		sum.Schedule.FiredBeforePause != 2 || sum.Schedule.Missed != 2 || sum.Schedule.Fired != 4 || sum.Schedule.Handled != 4 ||
 		sum.Schedule.Paused < 4500*time.Millisecond {
 		t.Fatalf("summary %+v", sum)
+	}
+	// The rate-limited queue: its 12 jobs in windows of 1s, never more than
+	// 5 claimed in one.
+	if r := sum.Rate; r.Limit != "5/1s" || !reflect.DeepEqual(r.PerWindow, []int{5, 5, 2}) {
+		t.Fatalf("rate-limit part %+v, want 5/1s claimed 5, 5, 2 per window", r)
 	}
 }
 
@@ -654,4 +661,20 @@ func TestConfigShowsFlowControlKeys(t *testing.T) {
 		"ChokaQ.QueueSettings.mail.KeyLimits.Tenant-A = -1")
 	wantExit(t, runBinary(t, dir, "", "--set", "QueueSettings.mail.SequenceOnDeadLetter=later", "config", "show"), exitUsage,
 		"ChokaQ.QueueSettings.mail.SequenceOnDeadLetter = later", "must be continue or hold")
+}
+
+// config show prints a queue's rate limit as the file writes it, and one
+// out of bounds is refused naming the key and the value (exit 2).
+func TestConfigShowsTheRateLimit(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "appsettings.yaml"), []byte("ChokaQ:\n  QueueSettings:\n    partner:\n      RateLimit: 100/60s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runBinary(t, dir, "", "config", "show")
+	wantExit(t, r, exitOK)
+	if !strings.Contains(r.stdout, "    partner:\n      RateLimit: 100/1m\n") {
+		t.Fatalf("config show lacks RateLimit: 100/1m:\n%s", r.stdout)
+	}
+	wantExit(t, runBinary(t, dir, "", "--set", "QueueSettings.partner.RateLimit=100/48h", "config", "show"), exitUsage,
+		"ChokaQ.QueueSettings.partner.RateLimit = 100/48h", "the window must be between 100ms and 24h")
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -290,8 +291,9 @@ func TestStatsCountsEveryState(t *testing.T) {
 		t.Fatalf("stats table:\n%s", tab.stdout)
 	}
 	if head, row := strings.Fields(lines[0]), strings.Fields(lines[1]); !reflect.DeepEqual(head,
-		[]string{"QUEUE", "PAUSED", "PENDING", "SCHEDULED", "FETCHED", "PROCESSING", "ARCHIVED", "DEAD-LETTERED", "LAG", "WAITING-ON-KEY", "WAITING-ON-SEQUENCE"}) ||
-		!reflect.DeepEqual(row, []string{"mail", "false", "1", "1", "1", "2", "1", "1", "1m30s", "0", "0"}) {
+		[]string{"QUEUE", "PAUSED", "PENDING", "SCHEDULED", "FETCHED", "PROCESSING", "ARCHIVED", "DEAD-LETTERED", "LAG", "WAITING-ON-KEY", "WAITING-ON-SEQUENCE",
+			"WAITING-ON-RATE", "RATE-LIMIT", "WINDOW"}) ||
+		!reflect.DeepEqual(row, []string{"mail", "false", "1", "1", "1", "2", "1", "1", "1m30s", "0", "0", "0", "none", "-"}) {
 		t.Fatalf("stats table:\n%s", tab.stdout)
 	}
 }
@@ -445,16 +447,75 @@ func TestQueuesSetWeightAndListShowsIt(t *testing.T) {
 	list := runIn(t, s, "", "queues", "list")
 	wantExit(t, list, exitOK)
 	lines := strings.Split(strings.TrimSpace(list.stdout), "\n")
-	if len(lines) != 3 || !strings.HasSuffix(lines[0], "WEIGHT") ||
-		!strings.HasSuffix(lines[1], " 1") || !strings.HasPrefix(lines[1], "audit") ||
-		!strings.HasSuffix(lines[2], " 9") || !strings.HasPrefix(lines[2], "mail") {
-		t.Fatalf("queues list, want WEIGHT last, audit 1 and mail 9:\n%s", list.stdout)
+	if len(lines) != 3 || !strings.HasSuffix(lines[0], "WEIGHT  RATE LIMIT") ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), " 1 none") || !strings.HasPrefix(lines[1], "audit") ||
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[2]), " "), " 9 none") || !strings.HasPrefix(lines[2], "mail") {
+		t.Fatalf("queues list, want WEIGHT then RATE LIMIT last, audit 1 none and mail 9 none:\n%s", list.stdout)
 	}
 	for _, bad := range []string{"0", "-1", "1001"} {
 		wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--weight", bad), exitUsage, "queue mail", "weight "+bad, "between 1 (the default) and 1000")
 	}
 	if qs, _ := s.Queues(context.Background()); qs[1].Weight != 9 {
 		t.Fatalf("after the refused weights: %+v", qs[1])
+	}
+}
+
+// queues set --rate-limit stores the queue's rate limit (ADR 0033) and
+// none removes it; queues list shows it, stats the open window's use and
+// the jobs it holds; a limit out of bounds or not of the form is refused
+// naming the queue and the value.
+func TestQueuesSetRateLimitAndStatsShowTheWindow(t *testing.T) {
+	s := memstore.New()
+	set := runIn(t, s, "", "queues", "set", "mail", "--rate-limit", "3/1m", "-o", "json")
+	wantExit(t, set, exitOK)
+	var q jobs.QueueSettings
+	if err := json.Unmarshal([]byte(set.stdout), &q); err != nil || q.RateLimit != (jobs.RateLimit{Count: 3, Window: time.Minute}) {
+		t.Fatalf("queues set --rate-limit 3/1m -o json: %+v, %v\n%s", q, err, set.stdout)
+	}
+	list := runIn(t, s, "", "queues", "list")
+	wantExit(t, list, exitOK)
+	if lines := strings.Split(strings.TrimSpace(list.stdout), "\n"); len(lines) != 2 || !strings.HasSuffix(lines[0], "RATE LIMIT") || !strings.HasSuffix(lines[1], " 3/1m") {
+		t.Fatalf("queues list, want RATE LIMIT last and mail 3/1m:\n%s", list.stdout)
+	}
+	for _, bad := range []struct{ value, rule string }{
+		{"0/1m", "the count must be between 1 and 1000000"},
+		{"-2/1m", "the count must be between 1 and 1000000"},
+		{"5/10ms", "the window must be between 100ms and 24h"},
+		{"5/48h", "the window must be between 100ms and 24h"},
+		{"lots", `must be "N/window"`},
+	} {
+		wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--rate-limit", bad.value), exitUsage, "queue mail", "rate_limit "+strconv.Quote(bad.value), bad.rule)
+	}
+
+	ctx := context.Background()
+	for range 5 {
+		if _, err := s.Enqueue(ctx, jobs.EnqueueParams{Queue: "mail", Type: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"mail"}, Limit: 10}); err != nil || len(got) != 3 {
+		t.Fatalf("claim under 3/1m: %d jobs, %v; want 3", len(got), err)
+	}
+	r := runIn(t, s, "", "stats", "-o", "json")
+	wantExit(t, r, exitOK)
+	var stats []jobs.QueueStats
+	if err := json.Unmarshal([]byte(r.stdout), &stats); err != nil || len(stats) != 1 {
+		t.Fatalf("stats -o json: %v\n%s", err, r.stdout)
+	}
+	if m := stats[0]; m.WindowUsed != 3 || m.WindowEndsAt.IsZero() || m.WaitingOnRate != 2 {
+		t.Fatalf("stats %+v, want the window's 3 used, its end, and 2 waiting on it", m)
+	}
+	tab := runIn(t, s, "", "stats")
+	wantExit(t, tab, exitOK)
+	lines := strings.Split(strings.TrimSpace(tab.stdout), "\n")
+	until := "until " + stats[0].WindowEndsAt.Local().Format(time.TimeOnly)
+	if !strings.HasSuffix(lines[0], "WAITING-ON-RATE  RATE-LIMIT  WINDOW") || !strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), " 2 3/1m 3/3 "+until) {
+		t.Fatalf("stats table, want 2 waiting on the rate and the window 3/3 %s:\n%s", until, tab.stdout)
+	}
+
+	wantExit(t, runIn(t, s, "", "queues", "set", "mail", "--rate-limit", "none"), exitOK)
+	if qs, _ := s.Queues(ctx); !qs[0].RateLimit.IsZero() {
+		t.Fatalf("after --rate-limit none: %+v", qs[0])
 	}
 }
 
@@ -478,7 +539,7 @@ func TestQueuesSetFlowControlAndStatsCountWhatItHoldsBack(t *testing.T) {
 	wantExit(t, list, exitOK)
 	lines := strings.Split(strings.TrimSpace(list.stdout), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], "PER KEY") || !strings.Contains(lines[0], "KEY LIMITS") ||
-		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "1 big=3 hold 1") {
+		!strings.HasSuffix(strings.Join(strings.Fields(lines[1]), " "), "1 big=3 hold 1 none") {
 		t.Fatalf("queues list:\n%s", list.stdout)
 	}
 
@@ -522,7 +583,7 @@ func TestQueuesSetFlowControlAndStatsCountWhatItHoldsBack(t *testing.T) {
 	}
 	tab := runIn(t, s, "", "stats")
 	wantExit(t, tab, exitOK)
-	if row := strings.Fields(strings.Split(strings.TrimSpace(tab.stdout), "\n")[1]); !reflect.DeepEqual(row[len(row)-2:], []string{"1", "1"}) {
+	if row := strings.Fields(strings.Split(strings.TrimSpace(tab.stdout), "\n")[1]); !reflect.DeepEqual(row[len(row)-5:], []string{"1", "1", "0", "none", "-"}) {
 		t.Fatalf("stats table:\n%s", tab.stdout)
 	}
 }

@@ -85,9 +85,17 @@ func (a *app) queuesCommand() *cobra.Command {
 				}
 				u.Weight = &n
 			}
+			if f.Changed("rate-limit") {
+				text, _ := f.GetString("rate-limit")
+				r, err := jobs.ParseRateLimit(text)
+				if err != nil {
+					return u, fmt.Errorf("queue %s: --rate-limit: %w", f.Arg(0), err)
+				}
+				u.RateLimit = &r
+			}
 			if u.IsZero() {
 				return u, usage("nothing to set: give --max-workers, --zombie-timeout, --execution-timeout, --archive-retention, --dead-letter-retention, " +
-					"--max-workers-per-key, --key-limit, --sequence-on-dead-letter or --weight")
+					"--max-workers-per-key, --key-limit, --sequence-on-dead-letter, --weight or --rate-limit")
 			}
 			// Processes are running: a zombie timeout none of them with
 			// default heartbeats could honour is refused.
@@ -101,6 +109,7 @@ func (a *app) queuesCommand() *cobra.Command {
 	set.Flags().Int("max-workers-per-key", 0, "fleet-wide cap on the Fetched plus Processing jobs of each concurrency key (0: unlimited)")
 	set.Flags().StringArray("key-limit", nil, "KEY=N: the concurrency key's own cap over --max-workers-per-key; N=0 removes it (repeatable)")
 	set.Flags().Int("weight", 0, "the queue's share of the claims of a processor serving it beside other queues, 1 (the default) to 1000 (ADR 0032)")
+	set.Flags().String("rate-limit", "", "at most N of the queue's jobs claimed per window, fleet-wide: N/window as 100/1m or 20/s, or none to remove it (ADR 0033)")
 	set.Flags().String("sequence-on-dead-letter", "", "continue (the next job of the sequence runs) or hold (it waits until the dead letter is resurrected or purged)")
 	c.AddCommand(&cobra.Command{
 		Use:   "list",
@@ -171,12 +180,12 @@ func flowFlags(cmd *cobra.Command, u *jobs.QueueUpdate) error {
 }
 
 func writeQueues(w *tabwriter.Writer, qs []jobs.QueueSettings) {
-	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT\tARCHIVE RETENTION\tDEAD-LETTER RETENTION\tPER KEY\tKEY LIMITS\tON DEAD LETTER\tWEIGHT")
+	fmt.Fprintln(w, "QUEUE\tPAUSED\tMAX WORKERS\tZOMBIE TIMEOUT\tEXECUTION TIMEOUT\tARCHIVE RETENTION\tDEAD-LETTER RETENTION\tPER KEY\tKEY LIMITS\tON DEAD LETTER\tWEIGHT\tRATE LIMIT")
 	for _, q := range qs {
-		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
+		fmt.Fprintf(w, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", q.Name, q.Paused, intOr(q.MaxWorkers, "unlimited"),
 			durationOr(q.ZombieTimeout, "global"), durationOr(q.ExecutionTimeout, "default"),
 			retention.Text(q.ArchiveRetention), retention.Text(q.DeadLetterRetention),
-			intOr(q.MaxWorkersPerKey, "unlimited"), keyLimitsText(q.KeyLimits), q.SequenceOnDeadLetter, q.ClaimWeight())
+			intOr(q.MaxWorkersPerKey, "unlimited"), keyLimitsText(q.KeyLimits), q.SequenceOnDeadLetter, q.ClaimWeight(), q.RateLimit)
 	}
 }
 

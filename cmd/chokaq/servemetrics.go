@@ -33,7 +33,7 @@ func (a *app) serveMetricsCommand() *cobra.Command {
 after each sweep, samples the depth of the configured Queues and
 QueueSettings queues with a bounded query. It serves:
 
-  /metrics  Prometheus text format (rescue counters, queue depth, jobs waiting on flow control, Go runtime)
+  /metrics  Prometheus text format (rescue counters, queue depth, jobs waiting on flow control or a rate limit, Go runtime)
   /healthz  200 while the process serves
   /readyz   200 when the store is reachable, its schema current and the
             rescue loop sweeping; 503 with the failing checks otherwise
