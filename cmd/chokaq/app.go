@@ -136,7 +136,7 @@ func (a *app) exitCode(err error) int {
 func isUsage(err error) bool {
 	var ue *usageError
 	return errors.As(err, &ue) || errors.Is(err, config.ErrInvalid) || errors.Is(err, config.ErrSyntax) ||
-		errors.Is(err, errNeedsSQLServer) || errors.Is(err, jobs.ErrInvalidArgument) ||
+		errors.Is(err, errNeedsSQLServer) || errors.Is(err, jobs.ErrWorkflowsUnsupported) || errors.Is(err, jobs.ErrInvalidArgument) ||
 		errors.Is(err, jobs.ErrEmptyFilter) || errors.Is(err, schema.ErrInvalidName) ||
 		errors.Is(err, sqlserver.ErrInvalidDSN) || errors.Is(err, schema.ErrInvalidDSN)
 }
@@ -185,6 +185,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.statsCommand(), a.rescueCommand(), a.demoCommand(), a.configCommand())
 	root.AddCommand(a.dashboardCommand())
 	root.AddCommand(a.serveMetricsCommand())
+	root.AddCommand(a.workflowsCommand())
 	// Unknown subcommands and wrong argument counts are usage errors too.
 	markUsage(root)
 	return root

@@ -72,6 +72,7 @@ func TestNoCommandDialsAConnectionStringItRefuses(t *testing.T) {
 		{"stats"}, {"migrate", "up"}, {"migrate", "down"}, {"migrate", "status"}, {"migrate", "force", "1"},
 		{"dlq", "list"}, {"dlq", "show", "1"}, {"dlq", "resurrect", "1", "--yes"}, {"dlq", "purge", "1", "--yes"},
 		{"jobs", "list"}, {"jobs", "show", "1"}, {"jobs", "cancel", "1"},
+		{"workflows", "list"}, {"workflows", "show", "1"}, {"workflows", "cancel", "1"},
 		{"queues", "list"}, {"queues", "pause", "mail"}, {"queues", "resume", "mail"}, {"queues", "set", "mail", "--max-workers", "2"},
 		{"schedules", "list"}, {"schedules", "show", "s"}, {"schedules", "pause", "s"}, {"schedules", "trigger", "s"},
 		{"enqueue", "--type", "t"}, {"rescue"}, {"rescue", "--loop"},
