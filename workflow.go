@@ -52,6 +52,9 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, name string, tasks ...Work
 		rs[i] = jobs.EnqueueResult{ID: r.Jobs[t.Name]}
 	}
 	c.countEnqueued(ps, rs)
+	if c.cfg.Telemetry != nil {
+		c.cfg.Telemetry.RecordWorkflowStarted()
+	}
 	c.notify()
 	return r, nil
 }

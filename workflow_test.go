@@ -3,13 +3,19 @@ package chokaq_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	chokaq "github.com/chokaq/chokaq-go"
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/jobs/memstore"
+	"github.com/chokaq/chokaq-go/telemetry"
 )
 
 // StepArgs is one step of a test workflow.
@@ -96,3 +102,73 @@ func TestEnqueueWorkflowRefusals(t *testing.T) {
 
 // storeWithoutWorkflows hides the memory store's optional capabilities.
 type storeWithoutWorkflows struct{ jobs.Store }
+
+// The Client counts each workflow it enqueues as started; the memory
+// store's hook, wired to the same telemetry.Metrics, counts each end as
+// finished or failed, once, and none for a workflow still running.
+func TestWorkflowMetricsCountEachStartAndEachEnd(t *testing.T) {
+	ctx := t.Context()
+	reader := sdkmetric.NewManualReader()
+	m, err := telemetry.New(telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := memstore.New(memstore.WithWorkflowEnded(m.RecordWorkflowEnded))
+	c, err := chokaq.New(ctx, chokaq.Config{Store: store, Telemetry: m, DisableProcessor: true, DisableRescue: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each workflow in a queue of its own, so each claim takes the task meant.
+	pair := func(name string) jobs.WorkflowResult {
+		t.Helper()
+		opts := &chokaq.EnqueueOpts{Queue: name}
+		r, err := c.EnqueueWorkflow(ctx, name, chokaq.WorkflowTask{Name: "x", Args: StepArgs{"x"}, Opts: opts},
+			chokaq.WorkflowTask{Name: "y", Args: StepArgs{"y"}, Opts: opts, After: []string{"x"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	run := func(queue string, id int64) {
+		t.Helper()
+		got, err := store.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{queue}, Limit: 1})
+		if err != nil || len(got) != 1 || got[0].ID != id {
+			t.Fatalf("claim of job %d: %v, %v", id, got, err)
+		}
+		if _, err := store.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Complete(ctx, got[0].Ref()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ok, bad, running := pair("ok"), pair("bad"), pair("running")
+	run("ok", ok.Jobs["x"])
+	run("ok", ok.Jobs["y"])
+	run("running", running.Jobs["x"]) // its y still Pending
+	// bad's x cancelled, and its y with it (DependencyFailed): one end.
+	if _, err := c.Cancel(ctx, bad.Jobs["x"]); err != nil {
+		t.Fatal(err)
+	}
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, mt := range sm.Metrics {
+			if sum, isSum := mt.Data.(metricdata.Sum[int64]); isSum && strings.HasPrefix(mt.Name, "chokaq.workflows.") {
+				for _, dp := range sum.DataPoints {
+					if dp.Attributes.Len() != 0 {
+						t.Errorf("%s has labels %v", mt.Name, dp.Attributes.ToSlice())
+					}
+					got[mt.Name] += dp.Value
+				}
+			}
+		}
+	}
+	want := map[string]int64{"chokaq.workflows.started": 3, "chokaq.workflows.finished": 1, "chokaq.workflows.failed": 1}
+	if !maps.Equal(got, want) {
+		t.Fatalf("workflow counters = %v, want %v", got, want)
+	}
+}

@@ -72,6 +72,7 @@ type Metrics struct {
 	rescueRecovered, rescueArchived, rescueDeadline, sweeps            metric.Int64Counter
 	zombiesRecovered                                                   metric.Int64Counter
 	retentionDeleted, scheduleFired                                    metric.Int64Counter
+	workflowsStarted, workflowsFinished, workflowsFailed               metric.Int64Counter
 	duration, queueLag, detectionLatency                               metric.Float64Histogram
 	bufferedGauge, runningGauge, depthGauge, waitingGauge              metric.Int64ObservableGauge
 	registration                                                       metric.Registration
@@ -145,6 +146,9 @@ func New(opts Options) (*Metrics, error) {
 	m.sweeps = b.counterUnit("chokaq.rescue.sweeps", "{sweep}", "Rescue sweeps this process ran, by result: ok, failed, or skipped (another process leads).")
 	m.retentionDeleted = b.counter("chokaq.retention.deleted", "Archived and dead-lettered jobs the retention loop deleted past their retention, by table and queue.")
 	m.scheduleFired = b.counterUnit("chokaq.schedule.fired", "{tick}", "Schedule ticks this process fired (each enqueued one job).")
+	m.workflowsStarted = b.counterUnit("chokaq.workflows.started", "{workflow}", "Workflows enqueued (every task inserted at once).")
+	m.workflowsFinished = b.counterUnit("chokaq.workflows.finished", "{workflow}", "Workflows ended with every task archived (succeeded), as the store reports them.")
+	m.workflowsFailed = b.counterUnit("chokaq.workflows.failed", "{workflow}", "Workflows ended with every task finished and one or more in the DLQ, as the store reports them.")
 	m.duration = b.histogram("chokaq.jobs.duration", "Handler run time.", durationBuckets)
 	m.queueLag = b.histogram("chokaq.jobs.queue_lag", "Time from a job's due time to its start.", lagBuckets)
 	m.detectionLatency = b.histogram("chokaq.rescue.detection_latency", "Time from a rescued job's last sign of life (heartbeat or deadline) to its rescue.", detectionBuckets)
@@ -233,4 +237,28 @@ func (m *Metrics) RecordDuplicates(queue, typ string, n int) {
 		return
 	}
 	m.duplicates.Add(context.Background(), int64(n), metric.WithAttributeSet(m.jobAttrs(queue, typ)))
+}
+
+// Workflows are counted without labels: a workflow's name is free text
+// (it need not be unique, and often carries a date or an ID), and its
+// tasks may span queues, so neither bounds a label.
+
+// RecordWorkflowStarted counts a workflow enqueued. The chokaq Client
+// calls it at EnqueueWorkflow.
+func (m *Metrics) RecordWorkflowStarted() {
+	m.workflowsStarted.Add(context.Background(), 1)
+}
+
+// RecordWorkflowEnded counts a workflow that ended: finished when every
+// task succeeded, failed when one or more is in the DLQ; a workflow still
+// running is not counted. Only the store sees a workflow end, so it is
+// the store's hook that calls it (memstore.WithWorkflowEnded); it is
+// cheap and does not block.
+func (m *Metrics) RecordWorkflowEnded(w jobs.Workflow) {
+	switch w.State {
+	case jobs.WorkflowSucceeded:
+		m.workflowsFinished.Add(context.Background(), 1)
+	case jobs.WorkflowFailed:
+		m.workflowsFailed.Add(context.Background(), 1)
+	}
 }

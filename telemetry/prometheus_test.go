@@ -113,6 +113,9 @@ func recordEveryInstrument(t *testing.T, m *telemetry.Metrics) jobs.Store {
 	job := func(id int64) *jobs.Job { return &jobs.Job{ID: id, Lease: 1, Queue: "q", Type: "t", ScheduledAt: now} }
 	m.RecordEnqueued("q", "t", 1)
 	m.RecordDuplicates("q", "t", 1)
+	m.RecordWorkflowStarted()
+	m.RecordWorkflowEnded(jobs.Workflow{State: jobs.WorkflowSucceeded})
+	m.RecordWorkflowEnded(jobs.Workflow{State: jobs.WorkflowFailed})
 	for id, r := range []processor.Result{
 		{Outcome: processor.OutcomeSucceeded, Duration: 20 * time.Millisecond},
 		{Outcome: processor.OutcomeRetried, HandlerErr: context.DeadlineExceeded},

@@ -51,6 +51,8 @@ type Store struct {
 	workflows    map[int64]*workflow
 	tasks        map[int64]*task
 	nextWorkflow int64
+	// workflowEnded is WithWorkflowEnded's hook, nil for none.
+	workflowEnded func(jobs.Workflow)
 }
 
 var (

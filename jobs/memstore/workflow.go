@@ -29,6 +29,33 @@ type workflow struct {
 	name    string
 	created time.Time
 	tasks   []*task // parents before children
+	// hot counts the tasks in the hot table: the workflow ends when the
+	// last leaves it (WithWorkflowEnded).
+	hot int
+}
+
+// WithWorkflowEnded calls ended with a workflow's summary each time its
+// last unfinished task finishes (archived or dead-lettered), its State
+// WorkflowSucceeded or WorkflowFailed; telemetry.Metrics.RecordWorkflowEnded
+// counts them. It runs under the store's lock, in the move that finished
+// the task, so a workflow's end is reported once per end and never early:
+// ended must be cheap and must not call the store. A workflow with a task
+// resurrected runs again, and ends again. The SQL Server store has no such
+// hook (ADR 0034: it does not run workflows yet).
+func WithWorkflowEnded(ended func(jobs.Workflow)) Option {
+	return func(s *Store) { s.workflowEnded = ended }
+}
+
+// leftHot counts job j's task (if any) out of its workflow's hot tasks,
+// and reports the workflow's end when it was the last.
+func (s *Store) leftHot(j *jobs.Job) {
+	t := s.tasks[j.ID]
+	if t == nil {
+		return
+	}
+	if t.wf.hot--; t.wf.hot == 0 && s.workflowEnded != nil {
+		s.workflowEnded(s.summary(t.wf))
+	}
 }
 
 // edge states of a task's parent.
@@ -104,6 +131,7 @@ func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (job
 		wf.tasks = append(wf.tasks, t)
 		res.Jobs[t.name] = j.ID
 	}
+	wf.hot = len(wf.tasks)
 	s.workflows[wf.id] = wf
 	return res, nil
 }
@@ -137,6 +165,7 @@ func (s *Store) children(j *jobs.Job) iter.Seq2[*task, int] {
 
 // taskSucceeded releases the children of an archived task.
 func (s *Store) taskSucceeded(j *jobs.Job, now time.Time) {
+	s.leftHot(j)
 	for c, i := range s.children(j) {
 		c.edges[i] = edgeDone
 		if c.blocked {
@@ -148,6 +177,7 @@ func (s *Store) taskSucceeded(j *jobs.Job, now time.Time) {
 // taskFailed applies each waiting child's policy for a task that entered
 // the DLQ; a cancelled child does the same to its own, down the graph.
 func (s *Store) taskFailed(j *jobs.Job, now time.Time) {
+	s.leftHot(j) // before its children: the last of them to finish ends the workflow
 	for c, i := range s.children(j) {
 		if !c.blocked || c.edges[i] == edgeDone {
 			continue // running or finished already, or run anyway
@@ -188,6 +218,7 @@ func (s *Store) taskResurrected(j *jobs.Job, now time.Time) {
 	if t == nil {
 		return
 	}
+	t.wf.hot++
 	for c, i := range s.children(j) {
 		if c.edges[i] == edgeFailed {
 			c.edges[i] = edgeWaiting
