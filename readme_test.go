@@ -79,3 +79,23 @@ func TestReadmeShowsTheKindPolicyExample(t *testing.T) {
 		t.Errorf("README.md does not show example_kinds_test.go's example as it is:\n%s", code)
 	}
 }
+
+// The README's section on workflows is example_workflow_test.go's
+// example, verbatim, from the Args type to the end.
+func TestReadmeShowsTheWorkflowExample(t *testing.T) {
+	src, err := os.ReadFile("example_workflow_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(src), "// PipelineArgs")
+	if i < 0 {
+		t.Fatal("example_workflow_test.go has no PipelineArgs")
+	}
+	if code := strings.TrimRight(string(src[i:]), "\n"); !strings.Contains(string(readme), "```go\n"+code+"\n```") {
+		t.Errorf("README.md does not show example_workflow_test.go's example as it is:\n%s", code)
+	}
+}
