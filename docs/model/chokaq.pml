@@ -1220,7 +1220,11 @@ init {
        fi
 #endif
 #if SCENARIO == 0 || SCENARIO == 11
-    :: qof[1] = 1; wf = 1; st[1] = WPAR; resB = 1; cancelB = 1;   /* 11 workflow: job 1 runs after job 0 */
+    :: qof[1] = 1; wf = 1; st[1] = WPAR; resB = 1;   /* 11 workflow: job 1 runs after job 0 */
+       if
+       :: cancelB = 1                 /* an operator's cancel, of either job */
+       :: leaveB = 1                  /* a crash or a Stop: phase 2 takes a running parent */
+       fi;
        if
        :: wpol = P_CANCEL
        :: wpol = P_ANY
