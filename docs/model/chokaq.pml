@@ -365,7 +365,7 @@ inline wfRelease() {
   :: !pok -> badIW1 = 1         /* released before its parent succeeded */
   :: else -> skip
   fi;
-  st[1] = PEND; due[1] = 1; SAY("  job 1 released: Pending, claimable\n")
+  st[1] = PEND; due[1] = 1; SAY("job 0's move below releases job 1: Pending, claimable\n  ")
 }
 inline dlqRow(j) { dlc[j] = (fkind != 0 && cr[j]); inHot[j] = 0; inDlq[j] = 1; clearHot(j); zused[j] = 0 }
 inline wfArchived(j) {
@@ -388,9 +388,9 @@ inline wfDead(j) {
      fi;
      if
      :: inHot[1] && st[1] == WPAR && wpol == P_CANCEL -> dlqRow(1);
-        SAY("  job 1 -> JobsDLQ, ReasonDependencyFailed\n")
+        SAY("job 0's move below dead-letters job 1, ReasonDependencyFailed\n  ")
      :: inHot[1] && st[1] == WPAR && wpol == P_ANY -> wfRelease()
-     :: inHot[1] && st[1] == WPAR && wpol == P_WAIT -> SAY("  job 1 waits on its failed parent\n")
+     :: inHot[1] && st[1] == WPAR && wpol == P_WAIT -> SAY("job 0's move below leaves job 1 waiting on its failed parent\n  ")
      :: else -> skip
      fi
   :: else -> skip
