@@ -1261,7 +1261,9 @@ ltl I4 { [] !badI4 }
 /* I6: queue 0's Fetched plus Processing jobs never exceed its MaxWorkers */
 ltl I6 { [] (ACTIVE(0) <= MAXW0) }
 /* liveness, under weak fairness: the hot table empties again and again;
- * since only a resurrect (bounded) brings a job back, every job leaves it for good */
+ * since only a resurrect (bounded) brings a job back, every job leaves it for good,
+ * but for a workflow task under wait on a parent in the DLQ (IW2's exception), which
+ * waits for an operator */
 #define WFHELD (wf && inHot[1] && st[1] == WPAR && inDlq[0] && wpol == P_WAIT)
 ltl L1 { [] <> (!inHot[0] && (!inHot[1] || WFHELD)) }
 /* IU: every hot job that carries the unique key is the one its row points at (so never two), and
