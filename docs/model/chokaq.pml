@@ -35,6 +35,8 @@
  *   #define BROKEN_KEY_COUNT_OUTSIDE_LOCK I6K a keyed claim counts the key's active jobs before it takes the flow lock
  *   #define BROKEN_SEQ_ONLY_IDLE         IS  a sequence claim checks only that no member runs, not that the job is the first unfinished
  *   #define BROKEN_UNPARK_ON_CANDIDATES_ONLY L1 a claim unparks only when it picks a keyed candidate
+ *   #define BROKEN_RELEASE_BEFORE_COMMIT IW1 a parent's complete releases its child when the handler returns, before the move commits
+ *   #define BROKEN_RELEASE_LOST_ON_RESCUE IW2 rescue phases 2 and 3 move a parent to the DLQ without applying its child's policy
  */
 
 #ifdef NARRATE
@@ -92,6 +94,7 @@
 #define FETCH 1
 #define PROC 2
 #define WAIT 3          /* parked by flow control (scenario 10): not claimable */
+#define WPAR 4          /* a workflow task waiting for its parent (scenario 11): in no claim index */
 
 /* ---- the store: one row per job, and the table that holds it ---- */
 bit  inHot[NJ] = 1;     /* both jobs enqueued: Pending and due */
@@ -135,6 +138,14 @@ bit  dlc[NJ];           /* in the DLQ as cancelled (its cancel was requested): n
 #ifdef BROKEN_KEY_COUNT_OUTSIDE_LOCK
 byte kseen[NW];         /* the key's active count + 1, read before the flow lock */
 #endif
+
+/* ---- workflows (scenario 11): job 1 is a task of one workflow that runs after
+ * job 0, its parent; both inserted together (IW3), job 1 waiting ---- */
+bit  wf;                /* scenario 11 */
+byte wpol;              /* job 1's OnParentFailure */
+#define P_CANCEL 0      /* DependencyCancel: to the DLQ, ReasonDependencyFailed */
+#define P_ANY 1         /* DependencyRunAnyway: the failed parent counts as done */
+#define P_WAIT 2        /* DependencyWait: waits, for a resurrect of the parent */
 
 /* ---- processor processes ---- */
 bit  frozen[NW], dead[NW], stopping[NW];
@@ -211,7 +222,9 @@ bit  group;             /* process 0 runs two goroutines, their calls group-comm
 /* ---- ghosts: what the properties read; no step's guard reads them ---- */
 bit  kept[NJ];          /* Processing, and its holder has stayed live since the start */
 byte attc[NJ];          /* AttemptCount when claimed */
-bit  badI1, badI3a, badI3b, badI4, badIU, badIS;
+bit  badI1, badI3a, badI3b, badI4, badIU, badIS, badIW1;
+bit  pok;               /* job 1 may run (IW1): job 0 archived, or dead-lettered under run-anyway,
+                           or job 1 resurrected with job 0 not hot (the operator's word) */
 bit  pk[NJ];            /* parked since it last left a status by a move (W_flow_unparked) */
 #ifdef BROKEN_SPLIT_MOVE
 bit  limbo[NJ];         /* deleted from JobsHot, not yet inserted into JobsArchive */
@@ -345,7 +358,53 @@ inline toPending(j, byHolder) {
   fi;
   clearHot(j)
 }
-inline toDLQ(j) { dlc[j] = (fkind != 0 && cr[j]); inHot[j] = 0; inDlq[j] = 1; clearHot(j); zused[j] = 0 }
+/* Workflows (scenario 11, ADR 0034): the parent's own move releases its
+ * waiting child, or applies the child's policy, in the same statement. */
+inline wfRelease() {
+  if
+  :: !pok -> badIW1 = 1         /* released before its parent succeeded */
+  :: else -> skip
+  fi;
+  st[1] = PEND; due[1] = 1; SAY("job 0's move below releases job 1: Pending, claimable\n  ")
+}
+inline dlqRow(j) { dlc[j] = (fkind != 0 && cr[j]); inHot[j] = 0; inDlq[j] = 1; clearHot(j); zused[j] = 0 }
+inline wfArchived(j) {
+  if
+  :: wf && (j) == 0 ->
+     pok = 1;
+     if
+     :: inHot[1] && st[1] == WPAR -> wfRelease()
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi
+}
+inline wfDead(j) {
+  if
+  :: wf && (j) == 0 ->
+     if
+     :: wpol == P_ANY -> pok = 1
+     :: else -> skip
+     fi;
+     if
+     :: inHot[1] && st[1] == WPAR && wpol == P_CANCEL -> dlqRow(1);
+        SAY("job 0's move below dead-letters job 1, ReasonDependencyFailed\n  ")
+     :: inHot[1] && st[1] == WPAR && wpol == P_ANY -> wfRelease()
+     :: inHot[1] && st[1] == WPAR && wpol == P_WAIT -> SAY("job 0's move below leaves job 1 waiting on its failed parent\n  ")
+     :: else -> skip
+     fi
+  :: else -> skip
+  fi
+}
+/* Resurrect of the task: it waits only for a parent still hot; one archived or in the DLQ counts as done */
+inline wfResurrect(j) {
+  if
+  :: wf && (j) == 1 && inHot[0] -> st[1] = WPAR; SAY("  job 1 waits for job 0 again\n")
+  :: wf && (j) == 1 && !inHot[0] -> pok = 1
+  :: else -> skip
+  fi
+}
+inline toDLQ(j) { dlqRow(j); wfDead(j) }
 inline toArchive(j) {
   inHot[j] = 0; zused[j] = 0;
 #ifdef BROKEN_SPLIT_MOVE
@@ -353,7 +412,8 @@ inline toArchive(j) {
 #else
   inArch[j] = 1;
 #endif
-  clearHot(j)
+  clearHot(j);
+  wfArchived(j)
 }
 
 /* A claim adds one to RunLease: no ref handed out before matches the row
@@ -404,6 +464,10 @@ inline flowGhost(j) {
 /* qClaim's UPDATE of one row, under the queue's lock */
 inline claimRow(w, j) {
   flowGhost(j);
+  if
+  :: wf && (j) == 1 && !pok -> badIW1 = 1      /* IW1, at the claim (ghost) */
+  :: else -> skip
+  fi;
 #ifndef BROKEN_NO_LEASE_BUMP
   newLease(j);
 #endif
@@ -633,6 +697,13 @@ inline settle(k, r) {
   if
   :: gc[k] == C_LOST -> clearG(k)                         /* writes nothing */
   :: gc[k] != C_LOST && r == R_NIL -> outcome(k, K_COMPLETE)
+#ifdef BROKEN_RELEASE_BEFORE_COMMIT
+     ; if
+     :: wf && gj[k] == 0 && inHot[1] && st[1] == WPAR -> SAY("(broken) complete begins: ");
+        st[1] = PEND; due[1] = 1; SAY("job 1 released before the move commits\n")
+     :: else -> skip
+     fi
+#endif
   :: gc[k] == C_CANCEL && r != R_NIL -> outcome(k, K_DL)
   :: (gc[k] == C_NONE || gc[k] == C_SHUT) && r == R_SNOOZE ->
      if
@@ -904,10 +975,15 @@ end:
 #else
 #define PHASE1_ATTEMPT(J)
 #endif
+#ifdef BROKEN_RELEASE_LOST_ON_RESCUE
+#define RESCUE_DLQ(J) dlqRow(J)     /* the child's policy not applied */
+#else
+#define RESCUE_DLQ(J) toDLQ(J)
+#endif
 #ifdef BROKEN_ZOMBIE_TO_PENDING
 #define PHASE2_MOVE(J) toPending(J, 0); due[J] = 1
 #else
-#define PHASE2_MOVE(J) toDLQ(J)
+#define PHASE2_MOVE(J) RESCUE_DLQ(J)
 #endif
 /* Phase 2 under a kind's zombie policy (ADR 0029): the job goes back to
  * Pending, its attempt spent, its lease left as it was (the next claim
@@ -934,7 +1010,7 @@ end:
        :: else -> PHASE2_MOVE(J); SAY("RescueZombies (phase 2): job %d, heartbeat expired, moved\n", J) \
        fi } \
   BROKEN_RECOVERY(J) \
-  :: d_step { inHot[J] && st[J] == PROC && ageS[J] > ET(qof[J]) -> toDLQ(J); \
+  :: d_step { inHot[J] && st[J] == PROC && ageS[J] > ET(qof[J]) -> RESCUE_DLQ(J); \
        SAY("RescueExpired (phase 3): job %d past its deadline -> JobsDLQ\n", J) }
 
 /* What happens to processes (crash, freeze, resume, Stop) and what
@@ -1035,7 +1111,7 @@ inline retakeKey(j) {
        fi } \
   :: d_step { resB > 0 && inDlq[J] -> \
        resB--; retakeKey(J); dlc[J] = 0; inDlq[J] = 0; inHot[J] = 1; clearHot(J); att[J] = 0; snz[J] = 0; zused[J] = 0; due[J] = 1; \
-       SAY("Resurrect(job %d): JobsDLQ -> Pending, RunLease kept\n", J) }
+       SAY("Resurrect(job %d): JobsDLQ -> Pending, RunLease kept\n", J); wfResurrect(J) }
 
 /* The rescue loops, and what happens to processes and jobs from outside */
 proctype Ops() {
@@ -1143,6 +1219,19 @@ init {
           fi
        fi
 #endif
+#if SCENARIO == 0 || SCENARIO == 11
+    :: qof[1] = 1; wf = 1; st[1] = WPAR; resB = 1;   /* 11 workflow: job 1 runs after job 0 */
+       if
+       :: cancelB = 1                 /* an operator's cancel, of either job */
+       :: leaveB = 1                  /* a crash or a Stop: phase 2 takes a running parent */
+       fi;
+       if
+       :: wpol = P_CANCEL
+       :: wpol = P_ANY
+       :: wpol = P_WAIT
+       fi;
+       SAY("workflow: job 1 waits for job 0, OnParentFailure %d (0 cancel, 1 run anyway, 2 wait)\n", wpol)
+#endif
     fi;
     SAY("scenario: leave %d freeze %d loss %d stale %d cancel %d resurrect %d MaxAttempts %d MaxSnoozes %d group %d; job 1 in queue %d\n",
            leaveB, freezeB, lossB, staleB, cancelB, resB, maxatt, maxsnz, group, qof[1]);
@@ -1172,8 +1261,11 @@ ltl I4 { [] !badI4 }
 /* I6: queue 0's Fetched plus Processing jobs never exceed its MaxWorkers */
 ltl I6 { [] (ACTIVE(0) <= MAXW0) }
 /* liveness, under weak fairness: the hot table empties again and again;
- * since only a resurrect (bounded) brings a job back, every job leaves it for good */
-ltl L1 { [] <> (!inHot[0] && !inHot[1]) }
+ * since only a resurrect (bounded) brings a job back, every job leaves it for good,
+ * but for a workflow task under wait on a parent in the DLQ (IW2's exception), which
+ * waits for an operator */
+#define WFHELD (wf && inHot[1] && st[1] == WPAR && inDlq[0] && wpol == P_WAIT)
+ltl L1 { [] <> (!inHot[0] && (!inHot[1] || WFHELD)) }
 /* IU: every hot job that carries the unique key is the one its row points at (so never two), and
  * an enqueue refused as a duplicate named a job that held the key */
 #define KEY_OK(j)     (!(inHot[j] && hasKey[j]) || krow == (j) + 1)
@@ -1227,3 +1319,15 @@ ltl IS { [] !badIS }
 ltl W_flow_unparked { [] !(UNPARKED_RUN(0) || UNPARKED_RUN(1) || UNPARKED_RUN(2)) }
 /* an earlier sequence member, resurrected, waits parked while the later one runs */
 ltl W_seq_wait { [] !(fkind == F_SEQ && inHot[0] && st[0] == WAIT && inHot[1] && st[1] == PROC) }
+/* IW1: the task (job 1) leaves waiting for its parent (job 0), and is claimed, only once its
+ * parent is archived, or dead-lettered under run-anyway (or it was resurrected, the parent not hot) */
+ltl IW1 { [] !badIW1 }
+/* IW2: the task never waits on a parent that is final (archived, or in the DLQ), except under
+ * wait with its parent in the DLQ: the parent's move releases it or applies its policy */
+#define STRANDED (wf && inHot[1] && st[1] == WPAR && !inHot[0] && !(inDlq[0] && wpol == P_WAIT))
+ltl IW2 { [] !STRANDED }
+/* the task, released by its parent's complete, runs */
+#define WF_RUN(k) (wf && gph[k] == G_RUN && gj[k] == 1 && gcur[k] && inArch[0])
+ltl W_wf_released { [] !(WF_RUN(0) || WF_RUN(1) || WF_RUN(2)) }
+/* under wait, the task waits on its parent in the DLQ */
+ltl W_wf_wait { [] !(wf && wpol == P_WAIT && inDlq[0] && inHot[1] && st[1] == WPAR) }

@@ -151,14 +151,15 @@ broken() {
 safety_lane() {
   echo "model: real model, safety (exhaustive search, every scenario)"
   build real "" "-Og -DSAFETY"
-  for p in I1 I2 I3 I4 I6 IU I6K IS; do
+  for p in I1 I2 I3 I4 I6 IU I6K IS IW1 IW2; do
     check "$p" real holds "${SAFE[@]}" -N "$p"
   done
   echo "model: witnesses (each case must be reachable)"
   for w in W_stale_handler W_cap_handlers W_adoption W_orphan_row W_group_commit \
            W_cancel_running W_snooze W_retry W_start_reply_lost W_late_attempt \
            W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost W_zombie_retry \
-           W_unique_dup W_unique_retake W_unique_drop W_flow_unparked W_seq_wait; do
+           W_unique_dup W_unique_retake W_unique_drop W_flow_unparked W_seq_wait \
+           W_wf_released W_wf_wait; do
     check "$w" real claim "${SAFE[@]}" -N "$w"
   done
   echo "model: broken variants (each must be caught)"
@@ -174,6 +175,8 @@ safety_lane() {
   broken BROKEN_RESURRECT_KEEPS_KEY IU 9
   broken BROKEN_KEY_COUNT_OUTSIDE_LOCK I6K 10
   broken BROKEN_SEQ_ONLY_IDLE IS 10
+  broken BROKEN_RELEASE_BEFORE_COMMIT IW1 11
+  broken BROKEN_RELEASE_LOST_ON_RESCUE IW2 11
 }
 
 # broken_live VARIANT PROPERTY SCENARIO: as broken, for a liveness
