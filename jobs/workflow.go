@@ -19,8 +19,8 @@ import (
 
 // Limits of a workflow.
 const (
-	MaxWorkflowTasks   = 10_000
-	MaxTaskParents     = 1_000
+	MaxWorkflowTasks   = 100_000
+	MaxTaskParents     = 10_000
 	MaxWorkflowNameLen = 200
 	MaxTaskNameLen     = 200
 )

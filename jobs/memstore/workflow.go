@@ -73,20 +73,41 @@ type task struct {
 	job      int64
 	parents  []*task
 	edges    []edge // by parent
-	children []*task
+	children []childEdge
 	policy   jobs.DependencyPolicy
 	blocked  bool // hot, Pending and waiting for a parent: in no claim index
+	// open and failed count the edges not done and those failed, kept as
+	// edges change (set), so a fan-in of 10,000 parents costs each
+	// parent's move one step, not a walk of 10,000 edges.
+	open, failed int
 }
 
-func (t *task) waitingOn() (n int, onFailed bool) {
-	for _, e := range t.edges {
-		if e != edgeDone {
-			n++
-		}
-		onFailed = onFailed || e == edgeFailed
-	}
-	return n, onFailed
+// childEdge is a child of a task and the index of the task among its
+// parents.
+type childEdge struct {
+	c *task
+	i int
 }
+
+// set moves edge i of t to e.
+func (t *task) set(i int, e edge) {
+	old := t.edges[i]
+	if old != edgeDone {
+		t.open--
+	}
+	if old == edgeFailed {
+		t.failed--
+	}
+	if e != edgeDone {
+		t.open++
+	}
+	if e == edgeFailed {
+		t.failed++
+	}
+	t.edges[i] = e
+}
+
+func (t *task) waitingOn() (n int, onFailed bool) { return t.open, t.failed > 0 }
 
 // EnqueueWorkflow implements jobs.WorkflowEnqueuer: every task at once.
 func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (jobs.WorkflowResult, error) {
@@ -115,7 +136,8 @@ func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (job
 		for _, name := range pt.After {
 			parent := byName[name]
 			t.parents, t.edges = append(t.parents, parent), append(t.edges, edgeWaiting)
-			parent.children = append(parent.children, t)
+			t.open++
+			parent.children = append(parent.children, childEdge{t, len(t.parents) - 1})
 		}
 		t.blocked = len(t.parents) > 0
 		j := s.newJob(pt.Job, now)
@@ -155,8 +177,8 @@ func (s *Store) children(j *jobs.Job) iter.Seq2[*task, int] {
 		if t == nil {
 			return
 		}
-		for _, c := range t.children {
-			if !yield(c, slices.Index(c.parents, t)) {
+		for _, ce := range t.children {
+			if !yield(ce.c, ce.i) {
 				return
 			}
 		}
@@ -167,7 +189,7 @@ func (s *Store) children(j *jobs.Job) iter.Seq2[*task, int] {
 func (s *Store) taskSucceeded(j *jobs.Job, now time.Time) {
 	s.leftHot(j)
 	for c, i := range s.children(j) {
-		c.edges[i] = edgeDone
+		c.set(i, edgeDone)
 		if c.blocked {
 			s.release(c, now)
 		}
@@ -184,10 +206,10 @@ func (s *Store) taskFailed(j *jobs.Job, now time.Time) {
 		}
 		switch c.policy {
 		case jobs.DependencyRunAnyway:
-			c.edges[i] = edgeDone
+			c.set(i, edgeDone)
 			s.release(c, now)
 		case jobs.DependencyWait:
-			c.edges[i] = edgeFailed
+			c.set(i, edgeFailed)
 		default:
 			s.failDependent(c, i, j, now)
 		}
@@ -221,14 +243,14 @@ func (s *Store) taskResurrected(j *jobs.Job, now time.Time) {
 	t.wf.hot++
 	for c, i := range s.children(j) {
 		if c.edges[i] == edgeFailed {
-			c.edges[i] = edgeWaiting
+			c.set(i, edgeWaiting)
 		}
 	}
 	for i, p := range t.parents {
 		if _, hot := s.hot[p.job]; hot {
-			t.edges[i] = edgeWaiting
+			t.set(i, edgeWaiting)
 		} else {
-			t.edges[i] = edgeDone
+			t.set(i, edgeDone)
 		}
 	}
 	if n, _ := t.waitingOn(); n > 0 {
