@@ -31,8 +31,14 @@ func TestEnqueueWorkflowRunsItsTasksInDependencyOrder(t *testing.T) {
 	var mu sync.Mutex
 	var order []string
 	reg := chokaq.NewRegistry()
-	if err := chokaq.Handle(reg, func(_ context.Context, _ *chokaq.Job, a StepArgs) error {
+	var tasks map[string]string // a job's task name, as its handler saw it
+	if err := chokaq.Handle(reg, func(_ context.Context, j *chokaq.Job, a StepArgs) error {
 		mu.Lock()
+		if j.WorkflowID == 0 {
+			tasks = nil
+		} else if tasks != nil {
+			tasks[a.Step] = j.WorkflowTask
+		}
 		order = append(order, a.Step)
 		mu.Unlock()
 		return nil
@@ -43,12 +49,13 @@ func TestEnqueueWorkflowRunsItsTasksInDependencyOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks := []chokaq.WorkflowTask{{Name: "import", Args: StepArgs{"import"}}}
+	tasks = map[string]string{}
+	wfTasks := []chokaq.WorkflowTask{{Name: "import", Args: StepArgs{"import"}}}
 	for _, n := range []string{"t1", "t2", "t3"} {
-		tasks = append(tasks, chokaq.WorkflowTask{Name: n, Args: StepArgs{n}, After: []string{"import"}})
+		wfTasks = append(wfTasks, chokaq.WorkflowTask{Name: n, Args: StepArgs{n}, After: []string{"import"}})
 	}
-	tasks = append(tasks, chokaq.WorkflowTask{Name: "report", Args: StepArgs{"report"}, After: []string{"t1", "t2", "t3"}})
-	r, err := c.EnqueueWorkflow(ctx, "nightly import", tasks...)
+	wfTasks = append(wfTasks, chokaq.WorkflowTask{Name: "report", Args: StepArgs{"report"}, After: []string{"t1", "t2", "t3"}})
+	r, err := c.EnqueueWorkflow(ctx, "nightly import", wfTasks...)
 	if err != nil || len(r.Jobs) != 5 {
 		t.Fatalf("EnqueueWorkflow: %+v, %v", r, err)
 	}
@@ -74,6 +81,9 @@ func TestEnqueueWorkflowRunsItsTasksInDependencyOrder(t *testing.T) {
 	defer mu.Unlock()
 	if len(order) != 5 || order[0] != "import" || order[4] != "report" {
 		t.Fatalf("steps ran in the order %v, want import first and report last", order)
+	}
+	if len(tasks) != 5 || tasks["t2"] != "t2" || tasks["report"] != "report" {
+		t.Fatalf("the handlers saw the tasks %v, want each its own workflow task", tasks)
 	}
 }
 

@@ -51,6 +51,11 @@ type Job struct {
 	ZombieRetryCap int
 	ZombieRetries  int
 	LastError      string
+	// WorkflowID and WorkflowTask name the workflow the job is a task of
+	// and its task (ADR 0034): a handler reads its parents and their
+	// outcomes from Client.GetWorkflow. 0 and "" for a job of no workflow.
+	WorkflowID   int64
+	WorkflowTask string
 }
 
 // HandlerFunc runs one job. Return nil for success, an error to retry (until

@@ -88,7 +88,7 @@ func (p *Processor) prepare(f *fetched) *run {
 		job: Job{
 			ID: j.ID, Queue: j.Queue, Type: j.Type, Payload: j.Payload,
 			MaxAttempts: j.MaxAttempts, Snoozes: j.SnoozeCount, Lease: j.Lease, Tags: j.Tags, Metadata: j.Metadata, CreatedAt: j.CreatedAt, ScheduledAt: j.ScheduledAt,
-			ZombieRetries: j.ZombieRetries, LastError: j.LastError,
+			ZombieRetries: j.ZombieRetries, LastError: j.LastError, WorkflowID: j.WorkflowID, WorkflowTask: j.WorkflowTask,
 		},
 		start: p.startParams(j.Type),
 		ctx:   withDeadline{Context: jobCtx},
