@@ -22,13 +22,15 @@ import (
 //   - release-ms: from the root's handler returning to the first child's
 //     start (the release itself is part of the root's move; what is left
 //     is the complete's call and the next claim);
+//
 //   - fanin-ms: from the last child's handler returning to the fan-in's
 //     start, aim: at most one poll interval (PollInterval here 100ms);
+//
 //   - calls/task: the processor's store calls per task, beside
 //     calls/job of BenchmarkWorkflowFanOut/Independent, the same 10,002
 //     jobs without dependencies (aim: within 20%).
 //
-//	go test -run xxx -bench BenchmarkWorkflowFanOut -benchtime=3x ./processor/
+//     go test -run xxx -bench BenchmarkWorkflowFanOut -benchtime=3x ./processor/
 func BenchmarkWorkflowFanOut(b *testing.B) {
 	const children = 10000
 	var independent float64
