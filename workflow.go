@@ -96,3 +96,39 @@ func (c *Client) CancelWorkflow(ctx context.Context, id int64, note string) ([]j
 	}
 	return wa.CancelWorkflow(ctx, id, note)
 }
+
+// BatchCallback says when a batch's callback runs (EnqueueBatch).
+type BatchCallback uint8
+
+const (
+	// OnAllFinished runs the callback once every member has finished,
+	// whatever its outcome.
+	OnAllFinished BatchCallback = iota
+	// OnAllSucceeded runs it only if every member succeeded; a member in
+	// the DLQ dead-letters the callback as jobs.ReasonDependencyFailed.
+	OnAllSucceeded
+)
+
+// BatchCallbackTask names a batch's callback task in its workflow.
+const BatchCallbackTask = "callback"
+
+// EnqueueBatch adds a batch: members, and a callback job that runs once
+// after all of them, as when says (ADR 0034: a batch is a workflow whose
+// callback task runs after every member). The members are the tasks
+// "member-0", "member-1", ...; the callback reads the members' outcomes
+// from GetWorkflow(ctx, job.WorkflowID) (Succeeded and Failed count the
+// members, the callback itself is Running).
+func (c *Client) EnqueueBatch(ctx context.Context, name string, when BatchCallback, callback EnqueueItem, members ...EnqueueItem) (jobs.WorkflowResult, error) {
+	tasks := make([]WorkflowTask, 0, len(members)+1)
+	after := make([]string, len(members))
+	for i, m := range members {
+		after[i] = fmt.Sprintf("member-%d", i)
+		tasks = append(tasks, WorkflowTask{Name: after[i], Args: m.Args, Opts: m.Opts})
+	}
+	policy := jobs.DependencyRunAnyway
+	if when == OnAllSucceeded {
+		policy = jobs.DependencyCancel
+	}
+	tasks = append(tasks, WorkflowTask{Name: BatchCallbackTask, Args: callback.Args, Opts: callback.Opts, After: after, OnParentFailure: policy})
+	return c.EnqueueWorkflow(ctx, name, tasks...)
+}

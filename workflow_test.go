@@ -63,20 +63,10 @@ func TestEnqueueWorkflowRunsItsTasksInDependencyOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop(context.WithoutCancel(ctx))
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	waitFor(t, func() bool {
 		wf, err := c.GetWorkflow(ctx, r.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if wf.State == jobs.WorkflowSucceeded {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workflow not done in 10 s: %+v", wf.Workflow)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return err == nil && wf.State == jobs.WorkflowSucceeded
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(order) != 5 || order[0] != "import" || order[4] != "report" {
@@ -180,5 +170,104 @@ func TestWorkflowMetricsCountEachStartAndEachEnd(t *testing.T) {
 	want := map[string]int64{"chokaq.workflows.started": 3, "chokaq.workflows.finished": 1, "chokaq.workflows.failed": 1}
 	if !maps.Equal(got, want) {
 		t.Fatalf("workflow counters = %v, want %v", got, want)
+	}
+}
+
+// BatchArgs is a batch member or callback of the batch tests.
+type BatchArgs struct {
+	Fail bool
+}
+
+func (BatchArgs) Kind() string { return "batch.job" }
+
+// A batch's callback runs once after every member, on all finished (it
+// sees the counts by outcome) or only on all succeeded; a member
+// resurrected after the callback ran does not run the callback again.
+func TestEnqueueBatchRunsItsCallbackOnce(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		when        chokaq.BatchCallback
+		wantRuns    int
+		wantOutcome jobs.FailureReason
+	}{
+		{"OnAllFinished", chokaq.OnAllFinished, 1, 0},
+		{"OnAllSucceeded", chokaq.OnAllSucceeded, 0, jobs.ReasonDependencyFailed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			store := memstore.New()
+			var client *chokaq.Client
+			var mu sync.Mutex
+			runs, seen := 0, jobs.Workflow{}
+			reg := chokaq.NewRegistry()
+			if err := chokaq.Handle(reg, func(ctx context.Context, j *chokaq.Job, a BatchArgs) error {
+				if j.WorkflowTask == chokaq.BatchCallbackTask {
+					wf, err := client.GetWorkflow(ctx, j.WorkflowID)
+					mu.Lock()
+					runs++
+					seen = wf.Workflow
+					mu.Unlock()
+					return err
+				}
+				if a.Fail {
+					return chokaq.Permanent(errors.New("member failed"))
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			client, err = chokaq.New(ctx, chokaq.Config{Store: store, DisableRescue: true}, reg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			members := []chokaq.EnqueueItem{{Args: BatchArgs{}}, {Args: BatchArgs{}}, {Args: BatchArgs{Fail: true}}}
+			r, err := client.EnqueueBatch(ctx, "nightly", c.when, chokaq.EnqueueItem{Args: BatchArgs{}}, members...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := client.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			defer client.Stop(context.WithoutCancel(ctx))
+			finished := func() bool {
+				wf, err := client.GetWorkflow(ctx, r.ID)
+				return err == nil && wf.State != jobs.WorkflowRunning
+			}
+			waitFor(t, finished)
+			cb, err := client.GetJob(ctx, r.Jobs[chokaq.BatchCallbackTask])
+			if err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			if runs != c.wantRuns || (c.wantRuns == 1 && (seen.Succeeded != 2 || seen.Failed != 1)) {
+				t.Fatalf("callback ran %d times, saw %+v; want %d, 2 succeeded and 1 failed", runs, seen, c.wantRuns)
+			}
+			mu.Unlock()
+			if c.wantRuns == 0 && (cb.Table != jobs.TableDLQ || cb.FailureReason != c.wantOutcome) {
+				t.Fatalf("callback %v %v, want dead-lettered as %v", cb.Table, cb.FailureReason, c.wantOutcome)
+			}
+			// A member resurrected after the callback ran: it runs again
+			// (and fails again), the callback does not.
+			if _, err := client.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{r.Jobs["member-2"]}}}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, finished)
+			mu.Lock()
+			defer mu.Unlock()
+			if runs != c.wantRuns {
+				t.Fatalf("after the resurrect the callback ran %d times, want %d", runs, c.wantRuns)
+			}
+		})
+	}
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("not done in 10 s")
+		}
 	}
 }
