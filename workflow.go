@@ -30,28 +30,15 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, name string, tasks ...Work
 	if !ok {
 		return jobs.WorkflowResult{}, fmt.Errorf("chokaq: workflow %q: %w", name, jobs.ErrWorkflowsUnsupported)
 	}
-	p := jobs.WorkflowParams{Name: name, Tasks: make([]jobs.WorkflowTask, len(tasks))}
-	ps := make([]jobs.EnqueueParams, len(tasks))
-	for i, t := range tasks {
-		job, err := params(t.Args, t.Opts, c.reg)
-		if err == nil {
-			job, err = c.prepared(ctx, job)
-		}
-		if err != nil {
-			return jobs.WorkflowResult{}, &jobs.WorkflowError{Workflow: name, Task: t.Name, Err: err}
-		}
-		p.Tasks[i] = jobs.WorkflowTask{Name: t.Name, Job: job, After: t.After, OnParentFailure: t.OnParentFailure}
-		ps[i] = job
+	ts, err := c.workflowTasks(ctx, name, tasks)
+	if err != nil {
+		return jobs.WorkflowResult{}, err
 	}
-	r, err := we.EnqueueWorkflow(ctx, p)
+	r, err := we.EnqueueWorkflow(ctx, jobs.WorkflowParams{Name: name, Tasks: ts})
 	if err != nil {
 		return r, err // the store names itself
 	}
-	rs := make([]jobs.EnqueueResult, len(tasks))
-	for i, t := range tasks {
-		rs[i] = jobs.EnqueueResult{ID: r.Jobs[t.Name]}
-	}
-	c.countEnqueued(ps, rs)
+	c.countTasks(ts, r.Jobs)
 	if c.cfg.Telemetry != nil {
 		c.cfg.Telemetry.RecordWorkflowStarted()
 	}
@@ -131,4 +118,55 @@ func (c *Client) EnqueueBatch(ctx context.Context, name string, when BatchCallba
 	}
 	tasks = append(tasks, WorkflowTask{Name: BatchCallbackTask, Args: callback.Args, Opts: callback.Opts, After: after, OnParentFailure: policy})
 	return c.EnqueueWorkflow(ctx, name, tasks...)
+}
+
+// AddWorkflowTasks adds tasks to the workflow of job, which the calling
+// handler runs: a fan-out decided at run time (one task per file found,
+// and a report after them). The tasks may run after any task of the
+// workflow, job itself included (they then wait for it to succeed). job's
+// lease fences it: a handler that has lost its job adds nothing
+// (jobs.ErrLeaseLost). Each task's job goes through its kind's policy and
+// the enqueue middleware, as EnqueueWorkflow's do.
+func (c *Client) AddWorkflowTasks(ctx context.Context, job *Job, tasks ...WorkflowTask) (map[string]int64, error) {
+	ext, ok := c.store.(jobs.WorkflowExtender)
+	if !ok {
+		return nil, fmt.Errorf("chokaq: add tasks to workflow %d: %w", job.WorkflowID, jobs.ErrWorkflowsUnsupported)
+	}
+	ts, err := c.workflowTasks(ctx, "", tasks)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := ext.AddWorkflowTasks(ctx, jobs.AddTasksParams{Ref: jobs.LeaseRef{ID: job.ID, Lease: job.Lease}, Tasks: ts})
+	if err != nil {
+		return nil, err
+	}
+	c.countTasks(ts, ids)
+	c.notify()
+	return ids, nil
+}
+
+// workflowTasks is tasks in the store's form, each job through its
+// kind's policy and the enqueue middleware; an error names the task.
+func (c *Client) workflowTasks(ctx context.Context, workflow string, tasks []WorkflowTask) ([]jobs.WorkflowTask, error) {
+	out := make([]jobs.WorkflowTask, len(tasks))
+	for i, t := range tasks {
+		job, err := params(t.Args, t.Opts, c.reg)
+		if err == nil {
+			job, err = c.prepared(ctx, job)
+		}
+		if err != nil {
+			return nil, &jobs.WorkflowError{Workflow: workflow, Task: t.Name, Err: err}
+		}
+		out[i] = jobs.WorkflowTask{Name: t.Name, Job: job, After: t.After, OnParentFailure: t.OnParentFailure}
+	}
+	return out, nil
+}
+
+// countTasks records the tasks' jobs as enqueued, ids by task name.
+func (c *Client) countTasks(ts []jobs.WorkflowTask, ids map[string]int64) {
+	ps, rs := make([]jobs.EnqueueParams, len(ts)), make([]jobs.EnqueueResult, len(ts))
+	for i, t := range ts {
+		ps[i], rs[i] = t.Job, jobs.EnqueueResult{ID: ids[t.Name]}
+	}
+	c.countEnqueued(ps, rs)
 }

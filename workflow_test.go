@@ -3,6 +3,7 @@ package chokaq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -269,5 +270,63 @@ func waitFor(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("not done in 10 s")
 		}
+	}
+}
+
+// ScanArgs finds "files" and fans out: one task per file, then a report.
+type ScanArgs struct{ Files int }
+
+func (ScanArgs) Kind() string { return "wf.scan" }
+
+// A handler fans out at run time (issue 32): it adds one task per file it
+// found and a report after them, to its own workflow; they run after it.
+func TestAHandlerAddsTasksToItsWorkflow(t *testing.T) {
+	ctx := t.Context()
+	var client *chokaq.Client
+	var mu sync.Mutex
+	var ran []string
+	reg := chokaq.NewRegistry()
+	if err := chokaq.Handle(reg, func(ctx context.Context, j *chokaq.Job, a ScanArgs) error {
+		var tasks []chokaq.WorkflowTask
+		var files []string
+		for i := range a.Files {
+			files = append(files, fmt.Sprintf("file-%d", i))
+			tasks = append(tasks, chokaq.WorkflowTask{Name: files[i], Args: StepArgs{files[i]}, After: []string{j.WorkflowTask}})
+		}
+		tasks = append(tasks, chokaq.WorkflowTask{Name: "report", Args: StepArgs{"report"}, After: files})
+		_, err := client.AddWorkflowTasks(ctx, j, tasks...)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := chokaq.Handle(reg, func(_ context.Context, _ *chokaq.Job, a StepArgs) error {
+		mu.Lock()
+		ran = append(ran, a.Step)
+		mu.Unlock()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	client, err = chokaq.New(ctx, chokaq.Config{Store: memstore.New(), DisableRescue: true}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.EnqueueWorkflow(ctx, "import", chokaq.WorkflowTask{Name: "scan", Args: ScanArgs{Files: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer client.Stop(context.WithoutCancel(ctx))
+	waitFor(t, func() bool {
+		wf, err := client.GetWorkflow(ctx, r.ID)
+		return err == nil && wf.State == jobs.WorkflowSucceeded && len(wf.Tasks) == 5
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 4 || ran[3] != "report" {
+		t.Fatalf("ran %v, want three files, then the report", ran)
 	}
 }

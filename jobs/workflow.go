@@ -104,6 +104,18 @@ var ErrWorkflowsUnsupported = errors.New("jobs: this store does not run workflow
 // given). Nothing is written by a refused workflow: the error names the
 // task (WorkflowError), and a cycle wraps ErrWorkflowCycle.
 func (p WorkflowParams) Normalize(l Limits) (WorkflowParams, error) {
+	return p.NormalizeWithin(l, nil)
+}
+
+// NormalizeWithin is Normalize of tasks added to a workflow that holds
+// tasks already (AddWorkflowTasks): After may also name a task existing
+// reports, and no added task may take an existing one's name. An existing
+// task cannot wait for an added one, so a cycle can only be among the
+// added tasks. existing nil is a new workflow.
+func (p WorkflowParams) NormalizeWithin(l Limits, existing func(name string) bool) (WorkflowParams, error) {
+	if existing == nil {
+		existing = func(string) bool { return false }
+	}
 	fail := func(task string, err error) (WorkflowParams, error) {
 		return WorkflowParams{}, &WorkflowError{Workflow: p.Name, Task: task, Err: err}
 	}
@@ -118,7 +130,7 @@ func (p WorkflowParams) Normalize(l Limits) (WorkflowParams, error) {
 		if t.Name == "" || len(t.Name) > MaxTaskNameLen {
 			return fail(t.Name, &ValidationError{Field: "task_name", Value: t.Name, Rule: "must be 1 to " + itoa(MaxTaskNameLen) + " characters"})
 		}
-		if _, dup := index[t.Name]; dup {
+		if _, dup := index[t.Name]; dup || existing(t.Name) {
 			return fail(t.Name, &ValidationError{Field: "task_name", Value: t.Name, Rule: "names one task only"})
 		}
 		index[t.Name] = i
@@ -137,6 +149,8 @@ func (p WorkflowParams) Normalize(l Limits) (WorkflowParams, error) {
 		for _, parent := range t.After {
 			j, ok := index[parent]
 			switch {
+			case !ok && existing(parent):
+				continue // finished or not, the store judges the edge
 			case !ok:
 				return fail(t.Name, &ValidationError{Field: "after", Value: parent, Rule: "names no task of the workflow"})
 			case j == i:
@@ -187,6 +201,25 @@ func (p WorkflowParams) Normalize(l Limits) (WorkflowParams, error) {
 type WorkflowResult struct {
 	ID   int64
 	Jobs map[string]int64
+}
+
+// AddTasksParams adds tasks to the workflow of the job Ref names, which
+// must be Processing under that lease: a handler fanning out at run time
+// (one task per file found, and a report after them). A handler that has
+// lost its job adds nothing (ErrLeaseLost).
+type AddTasksParams struct {
+	Ref   LeaseRef
+	Tasks []WorkflowTask
+}
+
+// WorkflowExtender is an optional capability of a store that keeps
+// dependencies: tasks added to a running workflow by one of its tasks.
+type WorkflowExtender interface {
+	// AddWorkflowTasks validates the tasks (WorkflowParams.NormalizeWithin)
+	// and inserts them all or none; a task's edge to an existing parent
+	// counts it as it stands: archived is done, in the DLQ applies the
+	// task's policy, hot waits. It returns the new tasks' job IDs by name.
+	AddWorkflowTasks(ctx context.Context, p AddTasksParams) (map[string]int64, error)
 }
 
 // WorkflowEnqueuer is an optional capability of a store that keeps
@@ -271,6 +304,10 @@ type WorkflowAdmin interface {
 	// does (a running one is asked to stop), with note as the reason.
 	CancelWorkflow(ctx context.Context, id int64, note string) ([]CancelResult, error)
 }
+
+// ErrNotAWorkflowTask is wrapped by the error of AddWorkflowTasks from a
+// job of no workflow.
+var ErrNotAWorkflowTask = errors.New("jobs: the job is no workflow's task")
 
 // ErrWorkflowNotFound is returned for a workflow ID that names none.
 var ErrWorkflowNotFound = errors.New("jobs: workflow not found")

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -118,44 +119,108 @@ func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (job
 	if err != nil {
 		return jobs.WorkflowResult{}, err
 	}
-	for _, t := range p.Tasks {
-		if t.Job.IdempotencyKey != "" || t.Job.Unique != nil {
-			return jobs.WorkflowResult{}, &jobs.WorkflowError{Workflow: p.Name, Task: t.Name,
-				Err: &jobs.ValidationError{Field: "job", Value: t.Name, Rule: "a workflow's task has no idempotency or unique key: the workflow is inserted whole or not at all"}}
-		}
+	if err := keyless(p); err != nil {
+		return jobs.WorkflowResult{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
 	s.nextWorkflow++
 	wf := &workflow{id: s.nextWorkflow, name: p.Name, created: now}
-	byName := make(map[string]*task, len(p.Tasks))
-	res := jobs.WorkflowResult{ID: wf.id, Jobs: make(map[string]int64, len(p.Tasks))}
-	for _, pt := range p.Tasks { // parents first (Normalize's order)
+	s.workflows[wf.id] = wf
+	return jobs.WorkflowResult{ID: wf.id, Jobs: s.addTasks(wf, p.Tasks, now)}, nil
+}
+
+// keyless refuses a task with an idempotency or unique key: a key that
+// resolves to another job would insert the workflow in part.
+func keyless(p jobs.WorkflowParams) error {
+	for _, t := range p.Tasks {
+		if t.Job.IdempotencyKey != "" || t.Job.Unique != nil {
+			return &jobs.WorkflowError{Workflow: p.Name, Task: t.Name,
+				Err: &jobs.ValidationError{Field: "job", Value: t.Name, Rule: "a workflow's task has no idempotency or unique key: the workflow is inserted whole or not at all"}}
+		}
+	}
+	return nil
+}
+
+// addTasks inserts tasks (normalized: parents first) into wf and returns
+// their job IDs by name. A parent that already exists counts as it
+// stands: archived is done, hot waits, in the DLQ (or gone) applies the
+// task's policy at once.
+func (s *Store) addTasks(wf *workflow, tasks []jobs.WorkflowTask, now time.Time) map[string]int64 {
+	byName := make(map[string]*task, len(wf.tasks)+len(tasks))
+	for _, t := range wf.tasks {
+		byName[t.name] = t
+	}
+	ids := make(map[string]int64, len(tasks))
+	for _, pt := range tasks {
 		t := &task{wf: wf, name: pt.Name, policy: pt.OnParentFailure}
+		var failedParent *task
 		for _, name := range pt.After {
 			parent := byName[name]
-			t.parents, t.edges = append(t.parents, parent), append(t.edges, edgeWaiting)
-			t.open++
+			e := edgeWaiting
+			switch pj := s.jobOf(parent.job); {
+			case pj != nil && pj.Table == jobs.TableHot:
+			case pj != nil && pj.Table == jobs.TableArchive, pt.OnParentFailure == jobs.DependencyRunAnyway:
+				e = edgeDone
+			case pt.OnParentFailure == jobs.DependencyWait && pj != nil:
+				e = edgeFailed
+			default:
+				failedParent = parent
+			}
+			t.parents, t.edges = append(t.parents, parent), append(t.edges, edgeDone) // counted by set
+			t.set(len(t.edges)-1, e)
 			parent.children = append(parent.children, childEdge{t, len(t.parents) - 1})
 		}
-		t.blocked = len(t.parents) > 0
 		j := s.newJob(pt.Job, now)
 		j.WorkflowID, j.WorkflowTask = wf.id, t.name
 		t.job = j.ID
 		s.enter(j)
-		if t.blocked {
-			s.queue(j.Queue).waitingOnParents++
-		} else {
-			s.pushPending(j, now)
-		}
 		byName[t.name], s.tasks[j.ID] = t, t
 		wf.tasks = append(wf.tasks, t)
-		res.Jobs[t.name] = j.ID
+		wf.hot++
+		ids[t.name] = j.ID
+		t.blocked = true
+		s.queue(j.Queue).waitingOnParents++
+		if failedParent != nil {
+			s.failDependent(t, slices.Index(t.parents, failedParent), s.jobOf(failedParent.job), now)
+		} else {
+			s.release(t, now)
+		}
 	}
-	wf.hot = len(wf.tasks)
-	s.workflows[wf.id] = wf
-	return res, nil
+	return ids
+}
+
+// AddWorkflowTasks implements jobs.WorkflowExtender.
+func (s *Store) AddWorkflowTasks(ctx context.Context, p jobs.AddTasksParams) (map[string]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.owned(p.Ref, jobs.StatusProcessing)
+	if j == nil {
+		return nil, fmt.Errorf("memstore: add workflow tasks from job %d lease %d: %w", p.Ref.ID, p.Ref.Lease, jobs.ErrLeaseLost)
+	}
+	t := s.tasks[j.ID]
+	if t == nil {
+		return nil, fmt.Errorf("memstore: add workflow tasks from job %d: %w", j.ID, jobs.ErrNotAWorkflowTask)
+	}
+	wp := jobs.WorkflowParams{Name: t.wf.name, Tasks: p.Tasks}
+	wp, err := wp.NormalizeWithin(s.limits, func(name string) bool {
+		return slices.ContainsFunc(t.wf.tasks, func(o *task) bool { return o.name == name })
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := keyless(wp); err != nil {
+		return nil, err
+	}
+	if len(t.wf.tasks)+len(wp.Tasks) > jobs.MaxWorkflowTasks {
+		return nil, &jobs.WorkflowError{Workflow: t.wf.name, Err: &jobs.ValidationError{Field: "tasks", Value: len(t.wf.tasks) + len(wp.Tasks),
+			Rule: "a workflow has at most " + strconv.Itoa(jobs.MaxWorkflowTasks) + " tasks"}}
+	}
+	return s.addTasks(t.wf, wp.Tasks, s.now()), nil
 }
 
 // release makes a blocked task whose parents are all done claimable.

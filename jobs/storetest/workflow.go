@@ -35,6 +35,21 @@ func enqueueWorkflow(t *testing.T, h *Harness, tasks ...jobs.WorkflowTask) jobs.
 	return r
 }
 
+// addTasks adds tasks from the running job ref, skipping the case on a
+// store that cannot.
+func addTasks(t *testing.T, h *Harness, ref jobs.LeaseRef, tasks ...jobs.WorkflowTask) map[string]int64 {
+	t.Helper()
+	ext, ok := h.Store.(jobs.WorkflowExtender)
+	if !ok {
+		t.Skipf("%T has no jobs.WorkflowExtender", h.Store)
+	}
+	ids, err := ext.AddWorkflowTasks(ctxOf(t), jobs.AddTasksParams{Ref: ref, Tasks: tasks})
+	if err != nil {
+		t.Fatalf("AddWorkflowTasks: %v", err)
+	}
+	return ids
+}
+
 func workflowAdmin(t *testing.T, h *Harness) jobs.WorkflowAdmin {
 	t.Helper()
 	wa, ok := h.Store.(jobs.WorkflowAdmin)
@@ -219,6 +234,57 @@ var workflowCases = []testCase{
 		}
 		if j := get(t, h, r.Jobs["a"]); j.CancelRequestedAt.IsZero() {
 			t.Error("the running task's cancel was not requested")
+		}
+	}},
+	// A running task fans out (issue 32): tasks after itself, one after
+	// a sibling already archived, and a report after the new ones.
+	{"FanOutAtRunTime", func(t *testing.T, h *Harness) {
+		r := enqueueWorkflow(t, h, task("setup"), task("scan", "setup"))
+		succeed(t, h, wantClaimable(t, h, "setup")["setup"])
+		scan := wantClaimable(t, h, "scan")["scan"]
+		start(t, h, scan.Ref())
+		added := addTasks(t, h, scan.Ref(), task("file-1", "scan"), task("file-2", "scan"), task("after-setup", "setup"),
+			task("report", "file-1", "file-2"))
+		if len(added) != 4 {
+			t.Fatalf("added %v", added)
+		}
+		wantClaimable(t, h, "after-setup") // its parent had succeeded already
+		if err := h.Store.Complete(ctxOf(t), scan.Ref()); err != nil {
+			t.Fatal(err)
+		}
+		files := wantClaimable(t, h, "file-1", "file-2")
+		succeed(t, h, files["file-1"])
+		succeed(t, h, files["file-2"])
+		wantClaimable(t, h, "report")
+		if j := get(t, h, added["report"]); j.WorkflowID != r.ID {
+			t.Fatalf("the report is in workflow %d, want %d", j.WorkflowID, r.ID)
+		}
+	}},
+	// A handler that has lost its job (rescued as a zombie) adds nothing;
+	// nor does a refused addition (a name taken, a cycle).
+	{"LostLeaseAddsNothing", func(t *testing.T, h *Harness) {
+		enqueueWorkflow(t, h, task("scan"))
+		scan := wantClaimable(t, h, "scan")["scan"]
+		start(t, h, scan.Ref())
+		ext, ok := h.Store.(jobs.WorkflowExtender)
+		if !ok {
+			t.Skipf("%T has no jobs.WorkflowExtender", h.Store)
+		}
+		for _, bad := range [][]jobs.WorkflowTask{{task("scan")}, {task("x", "y"), task("y", "x")}} {
+			var we *jobs.WorkflowError
+			if _, err := ext.AddWorkflowTasks(ctxOf(t), jobs.AddTasksParams{Ref: scan.Ref(), Tasks: bad}); !errors.As(err, &we) {
+				t.Errorf("adding %v: %v, want a WorkflowError", bad, err)
+			}
+		}
+		h.Advance(t, globalZombie+1)
+		if rs := rescueZombies(t, h); len(rs) != 1 {
+			t.Fatalf("rescued %v", rs)
+		}
+		if _, err := ext.AddWorkflowTasks(ctxOf(t), jobs.AddTasksParams{Ref: scan.Ref(), Tasks: []jobs.WorkflowTask{task("file-1")}}); !errors.Is(err, jobs.ErrLeaseLost) {
+			t.Fatalf("adding from a lost lease: %v, want ErrLeaseLost", err)
+		}
+		if n, err := h.Store.CountJobs(ctxOf(t), jobs.TableHot, jobs.Filter{}); err != nil || n != 0 {
+			t.Fatalf("%d hot jobs after the refused additions (%v), want none", n, err)
 		}
 	}},
 	{"RefusedWorkflowWritesNothing", func(t *testing.T, h *Harness) {
