@@ -51,6 +51,7 @@ type demoSummary struct {
 	Schedule           demoSchedule  `json:"schedule"`
 	Flow               demoFlow      `json:"flow_control"`
 	Rate               demoRate      `json:"rate_limit"`
+	Workflow           demoWorkflow  `json:"workflow"`
 	Took               time.Duration `json:"took_ns"`
 }
 
@@ -451,6 +452,10 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 	if sum.Rate, err = runRateDemo(ctx, store, pcfg); err != nil {
 		return err
 	}
+	a.say("workflow: import, transform x 3 (one fails for good), then a report that waits for the failed transform's resurrect")
+	if sum.Workflow, err = runWorkflowDemo(ctx, store, pcfg); err != nil {
+		return err
+	}
 	sum.Retried = healthy.Stats().Retried
 	sum.RecoveredFetched = rescuer.Counters().Recovered
 	sum.Took = time.Since(started).Round(time.Millisecond)
@@ -471,6 +476,7 @@ func (a *app) runDemo(ctx context.Context, metrics demoMetrics) error {
 			sc.Name, sc.Fired, sc.FiredBeforePause, sc.Paused.Round(100*time.Millisecond), sc.Missed, sc.Handled)
 		fmt.Fprintf(w, "  flow control\t%s\n", sum.Flow.line())
 		fmt.Fprintf(w, "  rate limit\t%s\n", sum.Rate.line())
+		fmt.Fprintf(w, "  workflow\t%s\n", sum.Workflow.line())
 		fmt.Fprintf(w, "  took\t%s\n", sum.Took)
 	})
 }

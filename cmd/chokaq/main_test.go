@@ -230,6 +230,12 @@ func TestDemoJSONSummary(t *testing.T) {
 	if r := sum.Rate; r.Limit != "5/1s" || !reflect.DeepEqual(r.PerWindow, []int{5, 5, 2}) {
 		t.Fatalf("rate-limit part %+v, want 5/1s claimed 5, 5, 2 per window", r)
 	}
+	// The workflow: the report waited on the failed transform and ran
+	// last, after its resurrect.
+	if w := sum.Workflow; !w.WaitedOnFailed || w.State != "succeeded" || len(w.Ran) != 6 || w.Ran[0] != "import" ||
+		w.Ran[5] != "report" || slices.Index(w.Ran, "transform-2 (failed)") < 1 || slices.Index(w.Ran, "transform-2") < slices.Index(w.Ran, "transform-2 (failed)") {
+		t.Fatalf("workflow part %+v, want import, the transforms (transform-2 failing), transform-2 again, then the report", w)
+	}
 }
 
 func TestVersion(t *testing.T) {
