@@ -330,3 +330,47 @@ func TestAHandlerAddsTasksToItsWorkflow(t *testing.T) {
 		t.Fatalf("ran %v, want three files, then the report", ran)
 	}
 }
+
+// A member cancelled before it ran counts as finished, not succeeded: the
+// OnAllFinished callback becomes claimable once the others are done, and
+// sees one failed member.
+func TestABatchMemberCancelledLetsTheCallbackRun(t *testing.T) {
+	ctx := t.Context()
+	store := memstore.New()
+	c, err := chokaq.New(ctx, chokaq.Config{Store: store, DisableProcessor: true, DisableRescue: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.EnqueueBatch(ctx, "b", chokaq.OnAllFinished, chokaq.EnqueueItem{Args: BatchArgs{}},
+		chokaq.EnqueueItem{Args: BatchArgs{}}, chokaq.EnqueueItem{Args: BatchArgs{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Cancel(ctx, r.Jobs["member-0"]); err != nil {
+		t.Fatal(err)
+	}
+	claim := func() []*jobs.Job {
+		got, err := store.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{jobs.DefaultQueue}, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	got := claim()
+	if len(got) != 1 || got[0].WorkflowTask != "member-1" {
+		t.Fatalf("claimed %v, want member-1 alone (the callback waits for it)", got)
+	}
+	if _, err := store.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Complete(ctx, got[0].Ref()); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(); len(got) != 1 || got[0].WorkflowTask != chokaq.BatchCallbackTask {
+		t.Fatalf("claimed %v, want the callback", got)
+	}
+	wf, err := c.GetWorkflow(ctx, r.ID)
+	if err != nil || wf.Succeeded != 1 || wf.Failed != 1 || wf.Running != 1 {
+		t.Fatalf("the callback's view: %+v, %v; want 1 succeeded, 1 failed, itself running", wf.Workflow, err)
+	}
+}
