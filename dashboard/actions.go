@@ -462,6 +462,70 @@ func (d *Dashboard) queueSettings(w http.ResponseWriter, r *http.Request) {
 	d.redirectWithFlash(w, r, d.path("/queues"), capitalize(text)+".")
 }
 
+// queueLimits sets, from the queue's own page, the settings that shape
+// its claims: weight (ADR 0032), rate limit (ADR 0033), the per-key limit
+// and the sequence policy (ADR 0031). A field the form does not send is
+// left as it is; an empty rate limit (or "none") removes it, an empty
+// per-key limit is unlimited. A named key's own limit stays the CLI's and
+// appsettings' (a map edit a form would only make easy to get wrong).
+func (d *Dashboard) queueLimits(w http.ResponseWriter, r *http.Request) {
+	name := queueName(r)
+	if err := jobs.ValidateQueueName(name); err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	var u jobs.QueueUpdate
+	form := r.PostForm
+	if raw, sent := form["weight"]; sent {
+		n, err := parseCount("weight", raw[0])
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		u.Weight = &n
+	}
+	if raw, sent := form["rate_limit"]; sent {
+		rl, err := jobs.ParseRateLimit(raw[0])
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		u.RateLimit = &rl
+	}
+	if raw, sent := form["max_workers_per_key"]; sent {
+		n, err := parseCount("per-key limit", raw[0])
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		u.MaxWorkersPerKey = &n
+	}
+	if raw, sent := form["sequence_on_dead_letter"]; sent {
+		p, err := jobs.ParseSequencePolicy(raw[0])
+		if err != nil {
+			d.failErr(w, r, err)
+			return
+		}
+		u.SequenceOnDeadLetter = &p
+	}
+	if err := u.ValidateAtRunTime(); err != nil {
+		d.failErr(w, r, err)
+		return
+	}
+	s, err := d.store.UpdateQueue(r.Context(), name, u)
+	perKey := "unlimited"
+	if s.MaxWorkersPerKey > 0 {
+		perKey = strconv.Itoa(s.MaxWorkersPerKey)
+	}
+	text := fmt.Sprintf("set queue %s: weight %d, rate limit %s, per-key limit %s, a dead letter in a sequence: %s",
+		name, s.ClaimWeight(), s.RateLimit, perKey, s.SequenceOnDeadLetter)
+	if shown := d.record(r, "set", text, 1, err); err != nil {
+		d.failAction(w, r, err, "", shown)
+		return
+	}
+	d.redirectWithFlash(w, r, queuePageURL(d.base, name), capitalize(text)+".")
+}
+
 // queueName is the queue a queue action names: in its path, or in the
 // "queue" field for POST /queues/{action} (see queueURL).
 func queueName(r *http.Request) string {

@@ -307,8 +307,8 @@ func TestActionsRefuseBadInput(t *testing.T) {
 }
 
 // actionRoutes are every POST route that changes something.
-var actionRoutes = []string{"/active/cancel", "/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings",
-	"/queues/pause", "/queues/resume", "/queues/settings",
+var actionRoutes = []string{"/active/cancel", "/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings", "/queues/q/limits",
+	"/queues/pause", "/queues/resume", "/queues/settings", "/queues/limits",
 	"/schedules/s/pause", "/schedules/s/resume", "/schedules/s/trigger", "/schedules/pause", "/schedules/resume", "/schedules/trigger"}
 
 func TestActionsNeedTheCSRFToken(t *testing.T) {
@@ -581,4 +581,62 @@ func TestCancelFromTheInspectorAndTheActivePage(t *testing.T) {
 	// Bad input names what is wrong and changes nothing.
 	wantStatus(t, f.post("/active/cancel", urlValues()), http.StatusBadRequest, "select at least one job")
 	wantStatus(t, f.post("/active/cancel", urlValues("id", "x")), http.StatusBadRequest)
+}
+
+// The queue page's limits form sets the weight, the rate limit, the
+// per-key limit and the sequence policy, each only when sent, and refuses
+// bad values naming them, changing nothing.
+func TestQueueLimitsForm(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	settings := func() jobs.QueueSettings {
+		qs, err := f.store.Queues(ctx)
+		must(t, err)
+		for _, q := range qs {
+			if q.Name == "mail" {
+				return q
+			}
+		}
+		return jobs.QueueSettings{}
+	}
+	two := 2
+	_, err := f.store.UpdateQueue(ctx, "mail", jobs.QueueUpdate{MaxWorkers: &two})
+	must(t, err)
+	wantStatus(t, f.get("/queue/mail"), http.StatusOK, `action="/queues/mail/limits"`, `name="rate_limit"`)
+	f.wantRedirect(f.post("/queues/mail/limits", urlValues("weight", "9", "rate_limit", "100/1m", "max_workers_per_key", "3",
+		"sequence_on_dead_letter", "hold")), "/queue/mail")
+	s := settings()
+	if s.Weight != 9 || s.RateLimit != (jobs.RateLimit{Count: 100, Window: time.Minute}) || s.MaxWorkersPerKey != 3 ||
+		s.SequenceOnDeadLetter != jobs.SequenceHold || s.MaxWorkers != 2 {
+		t.Fatalf("settings %+v", s)
+	}
+	f.wantLogged("set", "set queue mail: weight 9, rate limit 100/1m, per-key limit 3, a dead letter in a sequence: hold")
+	// Only what is sent changes; an empty rate limit removes it.
+	f.wantRedirect(f.post("/queues/mail/limits", urlValues("rate_limit", "")), "/queue/mail")
+	if s := settings(); !s.RateLimit.IsZero() || s.Weight != 9 || s.MaxWorkersPerKey != 3 {
+		t.Fatalf("after clearing the rate limit: %+v", s)
+	}
+	for _, c := range []struct {
+		form url.Values
+		want string
+	}{
+		{urlValues("weight", "0"), "weight"},
+		{urlValues("weight", "many"), "weight"},
+		{urlValues("rate_limit", "100/48h"), "rate_limit"},
+		{urlValues("rate_limit", "fast"), "rate_limit"},
+		{urlValues("max_workers_per_key", "-1"), "per-key limit"},
+		{urlValues("sequence_on_dead_letter", "later"), "sequence_on_dead_letter"},
+	} {
+		wantStatus(t, f.post("/queues/mail/limits", c.form), http.StatusBadRequest, c.want)
+	}
+	if s := settings(); s.Weight != 9 || s.MaxWorkersPerKey != 3 || s.SequenceOnDeadLetter != jobs.SequenceHold {
+		t.Fatalf("refused updates changed settings: %+v", s)
+	}
+	ro := newFixture(t, Options{ReadOnly: true})
+	_, err = ro.store.UpdateQueue(ctx, "mail", jobs.QueueUpdate{MaxWorkers: &two})
+	must(t, err)
+	if r := ro.get("/queue/mail"); r.status != http.StatusOK || strings.Contains(r.body, "limits-form") {
+		t.Logf("status %d", r.status)
+		t.Error("the read-only dashboard shows the limits form")
+	}
 }

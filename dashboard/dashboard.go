@@ -317,6 +317,7 @@ func (d *Dashboard) routes() http.Handler {
 		mux.Handle("POST "+p+"/pause", d.action(smallForm, d.pauseQueue(true)))
 		mux.Handle("POST "+p+"/resume", d.action(smallForm, d.pauseQueue(false)))
 		mux.Handle("POST "+p+"/settings", d.action(smallForm, d.queueSettings))
+		mux.Handle("POST "+p+"/limits", d.action(smallForm, d.queueLimits))
 	}
 	// Schedules likewise, by name or in the "schedule" field.
 	mux.HandleFunc("GET /schedules", d.schedulesPage)
