@@ -256,3 +256,35 @@ func TestAStoreWithoutWorkflowsSaysSo(t *testing.T) {
 	wantStatus(t, plain.post("/workflows/1/cancel", nil), http.StatusNotImplemented, "does not run workflows")
 	wantStatus(t, plain.get("/"), http.StatusOK, `href="/workflows"`)
 }
+
+func TestAWorkflowOfTooManyDependenciesIsSummarised(t *testing.T) {
+	f := newFixture(t, Options{})
+	// 50 roots and 41 fan-ins of all of them: 91 tasks, 2,050 edges.
+	var tasks []jobs.WorkflowTask
+	var roots []string
+	for i := range 50 {
+		roots = append(roots, fmt.Sprintf("root-%02d", i))
+		tasks = append(tasks, jobs.WorkflowTask{Name: roots[i], Job: jobs.EnqueueParams{Queue: "q", Type: "t"}})
+	}
+	for i := range 41 {
+		tasks = append(tasks, jobs.WorkflowTask{Name: fmt.Sprintf("join-%02d", i), Job: jobs.EnqueueParams{Queue: "q", Type: "t"}, After: roots})
+	}
+	res, err := f.store.EnqueueWorkflow(context.Background(), jobs.WorkflowParams{Name: "dense", Tasks: tasks})
+	must(t, err)
+	r := f.get(fmt.Sprintf("/workflow/%d", res.ID))
+	wantStatus(t, r, http.StatusOK, `id="dag-summary"`, "2050 dependencies, more than the 2000 drawn",
+		`<span class="n">50</span><span class="l"><span class="swatch wf-pending"></span>pending</span>`,
+		`<span class="n">41</span><span class="l"><span class="swatch wf-waiting"></span>waiting</span>`)
+	if strings.Contains(r.body, "<svg class=\"dag-svg\"") || strings.Count(r.body, "<tr data-task=") != 91 || strings.Contains(r.body, "tasks-paged") {
+		t.Fatalf("want no drawing and one page of 91 rows:\n%s", r.body)
+	}
+}
+
+func TestTheWorkflowPagesLinkUnderTheBasePath(t *testing.T) {
+	f := newFixture(t, Options{BasePath: "/ops"})
+	res := f.seedWorkflow()
+	wantStatus(t, f.get("/ops/workflows"), http.StatusOK, fmt.Sprintf(`<a href="/ops/workflow/%d">nightly import</a>`, res.ID))
+	wantStatus(t, f.get(fmt.Sprintf("/ops/workflow/%d", res.ID)), http.StatusOK,
+		fmt.Sprintf(`action="/ops/workflows/%d/cancel"`, res.ID), fmt.Sprintf(`<a href="/ops/job/%d" class="node-link">`, res.Jobs["import"]))
+	wantStatus(t, f.get(fmt.Sprintf("/ops/job/%d", res.Jobs["import"])), http.StatusOK, fmt.Sprintf(`<a href="/ops/workflow/%d">`, res.ID))
+}
