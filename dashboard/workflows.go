@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -187,6 +188,11 @@ func (d *Dashboard) cancelWorkflow(w http.ResponseWriter, r *http.Request) {
 		note += ": " + reason
 	}
 	rs, err := d.workflows.CancelWorkflow(r.Context(), id, jobs.Clip(note, jobs.MaxCancelReasonLen))
+	if errors.Is(err, jobs.ErrWorkflowNotFound) {
+		// As an unknown schedule: a 404 that says so, no action to log.
+		d.failErr(w, r, err)
+		return
+	}
 	counts := map[jobs.CancelOutcome]int{}
 	for _, c := range rs {
 		counts[c.Outcome]++
