@@ -307,7 +307,7 @@ func TestActionsRefuseBadInput(t *testing.T) {
 }
 
 // actionRoutes are every POST route that changes something.
-var actionRoutes = []string{"/active/cancel", "/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings", "/queues/q/limits",
+var actionRoutes = []string{"/active/cancel", "/workflows/1/cancel", "/dead/resurrect", "/dead/purge", "/archive/purge", "/queues/q/pause", "/queues/q/resume", "/queues/q/settings", "/queues/q/limits",
 	"/queues/pause", "/queues/resume", "/queues/settings", "/queues/limits",
 	"/schedules/s/pause", "/schedules/s/resume", "/schedules/s/trigger", "/schedules/pause", "/schedules/resume", "/schedules/trigger"}
 
@@ -393,7 +393,7 @@ func TestReadOnlyHidesAndRefusesEveryAction(t *testing.T) {
 		schedule.Schedule{Name: "s", Cron: "@hourly", Job: schedule.Job{Type: "t"}}.Def(),
 		schedule.Schedule{Name: "p", Cron: "@hourly", Job: schedule.Job{Type: "t"}, Paused: true}.Def(),
 	}))
-	for _, path := range []string{"/", "/queues", "/schedules", "/active", "/dead", "/archive", fmt.Sprintf("/job/%d", dead), fmt.Sprintf("/job/%d", archived)} {
+	for _, path := range []string{"/", "/queues", "/schedules", "/workflows", "/active", "/dead", "/archive", fmt.Sprintf("/job/%d", dead), fmt.Sprintf("/job/%d", archived)} {
 		r := f.get(path)
 		wantStatus(t, r, http.StatusOK, "read-only")
 		for _, s := range []string{`method="post"`, "Resurrect", "Purge", "Pause", "Resume", "Trigger", `name="ids"`} {

@@ -133,6 +133,10 @@ type Dashboard struct {
 	// optional jobs.FinishedCounter): the charts need it. Nil shows a note
 	// in their place.
 	finished jobs.FinishedCounter
+	// workflows is the store when it keeps workflows (the optional
+	// jobs.WorkflowAdmin): the Workflows pages need it. Nil: they say the
+	// store does not run workflows.
+	workflows jobs.WorkflowAdmin
 	// live, history and lags feed the charts, shared by every viewer.
 	live    liveWindow
 	history historyCache
@@ -210,6 +214,7 @@ func New(store jobs.Admin, opts Options) (*Dashboard, error) {
 		now: time.Now, bodyTimeout: formReadTimeout, global: global}
 	d.trigger, _ = store.(schedule.TriggerStore)
 	d.finished, _ = store.(jobs.FinishedCounter)
+	d.workflows, _ = store.(jobs.WorkflowAdmin)
 	d.hub = newHub(opts.ConsoleHistory, opts.MaxStreams, d.poll)
 	d.handler = d.routes()
 	return d, nil
@@ -308,6 +313,8 @@ func (d *Dashboard) routes() http.Handler {
 	mux.HandleFunc("GET /dead", d.deadPage)
 	mux.HandleFunc("GET /archive", d.archivePage)
 	mux.HandleFunc("GET /job/{id}", d.jobPage)
+	mux.HandleFunc("GET /workflows", d.workflowsPage)
+	mux.HandleFunc("GET /workflow/{id}", d.workflowPage)
 	mux.HandleFunc("GET /events", d.events)
 
 	// A queue is named in the path, or, for names that path normalisation
@@ -327,6 +334,7 @@ func (d *Dashboard) routes() http.Handler {
 		mux.Handle("POST "+p+"/trigger", d.action(smallForm, d.triggerSchedule))
 	}
 	mux.Handle("POST /active/cancel", d.action(maxActionBytes, d.cancel))
+	mux.Handle("POST /workflows/{id}/cancel", d.action(smallForm, d.cancelWorkflow))
 	mux.Handle("POST /dead/resurrect", d.action(maxActionBytes, d.resurrect))
 	mux.Handle("POST /dead/purge", d.action(maxActionBytes, d.purge(jobs.TableDLQ)))
 	mux.Handle("POST /archive/purge", d.action(maxActionBytes, d.purge(jobs.TableArchive)))

@@ -37,6 +37,13 @@
 // retention beside its other settings; set Options.Retention to show the
 // global value a queue without its own falls back on.
 //
+// The Workflows page lists the workflows (ADR 0034) with their state and
+// progress, newest first; a workflow's page ({BasePath}/workflow/{id})
+// draws its tasks as inline SVG, in columns by depth and colored by state,
+// each linked to its job, beside a table of the same, and cancels it. Past
+// 500 tasks it shows a summary by state instead of the drawing. They need
+// a store that implements jobs.WorkflowAdmin, and say so when it does not.
+//
 // Every action is a POST that carries a CSRF token bound to the login;
 // bulk actions show how many rows they will touch, want that number typed
 // back, and then touch exactly those rows; ReadOnly hides and refuses them

@@ -25,8 +25,10 @@ func statusOf(err error) int {
 	switch {
 	case errors.As(err, &ie), errors.Is(err, jobs.ErrInvalidArgument), errors.Is(err, jobs.ErrEmptyFilter):
 		return http.StatusBadRequest
-	case errors.Is(err, jobs.ErrJobNotFound), errors.Is(err, jobs.ErrScheduleNotFound):
+	case errors.Is(err, jobs.ErrJobNotFound), errors.Is(err, jobs.ErrScheduleNotFound), errors.Is(err, jobs.ErrWorkflowNotFound):
 		return http.StatusNotFound
+	case errors.Is(err, jobs.ErrWorkflowsUnsupported):
+		return http.StatusNotImplemented
 	}
 	return http.StatusInternalServerError
 }

@@ -47,6 +47,7 @@ func TestEveryPageRenders(t *testing.T) {
 		{"/", []string{"Overview", `data-queue="mail"`, `data-queue="billing"`, "paused", "Jobs/s 1 min", "Oldest due lag", `id="console"`}},
 		{"/queues", []string{"Queues", `action="/queues/mail/settings"`, `action="/queues/paused-q/resume"`, `action="/queues/billing/pause"`, `name="max_workers" value="4"`}},
 		{"/schedules", []string{"<h1>Schedules</h1>", "No schedules."}},
+		{"/workflows", []string{"<h1>Workflows</h1>", "No workflows."}},
 		{"/active", []string{"Active jobs", fmt.Sprintf(`data-id="%d"`, pending), "report.build", "Pending"}},
 		{"/active?queue=paused-q&status=Pending&type=report.build", []string{fmt.Sprintf(`data-id="%d"`, pending)}},
 		{"/dead", []string{"Dead letters", fmt.Sprintf(`data-id="%d"`, dead), "payment.sync", "MaxRetriesExceeded", "payment gateway timeout", `data-live="1"`}},

@@ -34,7 +34,7 @@ type pageTemplates struct {
 	sets map[string]*template.Template
 }
 
-var pageNames = []string{"overview", "queue", "queues", "schedules", "active", "dead", "archive", "job", "confirm", "login", "error"}
+var pageNames = []string{"overview", "queue", "queues", "schedules", "active", "dead", "archive", "job", "workflows", "workflow", "confirm", "login", "error"}
 
 func parseTemplates() (*pageTemplates, error) {
 	pt := &pageTemplates{sets: map[string]*template.Template{}}

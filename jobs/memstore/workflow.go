@@ -479,8 +479,17 @@ func (s *Store) CancelWorkflow(ctx context.Context, id int64, note string) ([]jo
 	if wf == nil {
 		return nil, fmt.Errorf("memstore: workflow %d: %w", id, jobs.ErrWorkflowNotFound)
 	}
-	if len(ids) == 0 {
-		return nil, nil
+	// Cancel takes at most jobs.MaxCancelIDs at once; the chunks keep the
+	// children-first order, so a parent is still cancelled after its
+	// children. A task that finishes between two chunks is reported as
+	// Cancel reports it (already finished).
+	var out []jobs.CancelResult
+	for chunk := range slices.Chunk(ids, jobs.MaxCancelIDs) {
+		rs, err := s.Cancel(ctx, jobs.CancelParams{IDs: chunk, Reason: strings.TrimSpace(note)})
+		out = append(out, rs...)
+		if err != nil {
+			return out, err
+		}
 	}
-	return s.Cancel(ctx, jobs.CancelParams{IDs: ids, Reason: strings.TrimSpace(note)})
+	return out, nil
 }

@@ -287,6 +287,24 @@ var workflowCases = []testCase{
 			t.Fatalf("%d hot jobs after the refused additions (%v), want none", n, err)
 		}
 	}},
+	{"CancelOfAWorkflowOfMoreTasksThanOneCancelTakes", func(t *testing.T, h *Harness) {
+		// A store may pass the hot tasks to its own Cancel, which takes at
+		// most jobs.MaxCancelIDs at once: the workflow's cancel must not.
+		tasks := make([]jobs.WorkflowTask, jobs.MaxCancelIDs+1)
+		for i := range tasks {
+			tasks[i] = task(fmt.Sprintf("t%04d", i))
+		}
+		r := enqueueWorkflow(t, h, tasks...)
+		res, err := workflowAdmin(t, h).CancelWorkflow(ctxOf(t), r.ID, "not needed")
+		if err != nil || len(res) != len(tasks) {
+			t.Fatalf("CancelWorkflow: %d results, %v", len(res), err)
+		}
+		for _, c := range res {
+			if c.Outcome != jobs.CancelDone {
+				t.Fatalf("job %d: %v, want cancelled", c.ID, c.Outcome)
+			}
+		}
+	}},
 	{"RefusedWorkflowWritesNothing", func(t *testing.T, h *Harness) {
 		we, ok := h.Store.(jobs.WorkflowEnqueuer)
 		if !ok {
