@@ -88,25 +88,13 @@ func runFlowDemo(ctx context.Context, store jobs.Store, pcfg processor.Config) (
 		return demoFlow{}, err
 	}
 	sum.Exports = 18
-	pcfg.WorkerID, pcfg.Queues = "worker-flow", []string{demoFlowQueue}
-	p, err := processor.New(store, reg, pcfg)
+	stop, err := startPart(ctx, store, reg, pcfg, "worker-flow", demoFlowQueue)
 	if err != nil {
 		return demoFlow{}, err
 	}
-	if err := p.Start(ctx); err != nil {
+	defer stop()
+	if err := waitAll(ctx, &left, "the flow-control jobs"); err != nil {
 		return demoFlow{}, err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = p.Stop(stopCtx)
-	}()
-	done := make(chan struct{})
-	go func() { left.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return demoFlow{}, fmt.Errorf("demo: the flow-control jobs did not finish: %w", ctx.Err())
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -120,4 +108,34 @@ func (f demoFlow) line() string {
 	}
 	return fmt.Sprintf("%d exports: tenant big (limit 1) ran at most %d at once, acme %d and globex %d (no limit); ledger account:42 posted %v",
 		f.Exports, f.MostAtOnce["big"], f.MostAtOnce["acme"], f.MostAtOnce["globex"], f.Posted)
+}
+
+// startPart starts a processor of its own for one part of the demo, as
+// worker on queue; stop stops it, waiting up to 2s for its handlers.
+func startPart(ctx context.Context, store jobs.Store, reg *processor.Registry, pcfg processor.Config, worker, queue string) (stop func(), err error) {
+	pcfg.WorkerID, pcfg.Queues = worker, []string{queue}
+	p, err := processor.New(store, reg, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Start(ctx); err != nil {
+		return nil, err
+	}
+	return func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = p.Stop(stopCtx)
+	}, nil
+}
+
+// waitAll waits for left, or for ctx to end, naming what did not finish.
+func waitAll(ctx context.Context, left *sync.WaitGroup, what string) error {
+	done := make(chan struct{})
+	go func() { left.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("demo: %s did not finish: %w", what, ctx.Err())
+	}
 }

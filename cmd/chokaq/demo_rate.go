@@ -92,25 +92,14 @@ func runRateDemo(ctx context.Context, store jobs.Store, pcfg processor.Config) (
 		return demoRate{}, err
 	}
 	claims := &claimTimes{}
-	pcfg.WorkerID, pcfg.Queues, pcfg.Observer = "worker-rate", []string{demoRateQueue}, claims
-	p, err := processor.New(store, reg, pcfg)
+	pcfg.Observer = claims
+	stop, err := startPart(ctx, store, reg, pcfg, "worker-rate", demoRateQueue)
 	if err != nil {
 		return demoRate{}, err
 	}
-	if err := p.Start(ctx); err != nil {
+	defer stop()
+	if err := waitAll(ctx, &left, "the rate-limited jobs"); err != nil {
 		return demoRate{}, err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = p.Stop(stopCtx)
-	}()
-	done := make(chan struct{})
-	go func() { left.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return demoRate{}, fmt.Errorf("demo: the rate-limited jobs did not finish: %w", ctx.Err())
 	}
 	claims.mu.Lock()
 	defer claims.mu.Unlock()

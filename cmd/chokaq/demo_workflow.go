@@ -72,19 +72,11 @@ func runWorkflowDemo(ctx context.Context, store jobs.Store, pcfg processor.Confi
 		return demoWorkflow{}, err
 	}
 	sum.ID = r.ID
-	pcfg.WorkerID, pcfg.Queues = "worker-workflow", []string{demoWorkflowQueue}
-	p, err := processor.New(store, reg, pcfg)
+	stop, err := startPart(ctx, store, reg, pcfg, "worker-workflow", demoWorkflowQueue)
 	if err != nil {
 		return demoWorkflow{}, err
 	}
-	if err := p.Start(ctx); err != nil {
-		return demoWorkflow{}, err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = p.Stop(stopCtx)
-	}()
+	defer stop()
 	// Wait for the report to wait on the dead letter; then fix the
 	// transform's payload as an operator would, and resurrect it.
 	for {

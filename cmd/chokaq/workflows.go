@@ -196,11 +196,7 @@ func (a *app) workflowsShowCommand() *cobra.Command {
 		Short: "Show one workflow and each task: its job, parents, policy, and where it is",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := workflowID(args[0])
-			if err != nil {
-				return err
-			}
-			s, err := a.openWorkflows(cmd.Context())
+			id, s, err := a.workflowArg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -239,11 +235,7 @@ func (a *app) workflowsCancelCommand() *cobra.Command {
 		Short: "Cancel every task of a workflow not finished yet, as jobs cancel does (a running one is asked to stop)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := workflowID(args[0])
-			if err != nil {
-				return err
-			}
-			s, err := a.openWorkflows(cmd.Context())
+			id, s, err := a.workflowArg(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -276,4 +268,15 @@ func (a *app) workflowsCancelCommand() *cobra.Command {
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why, for each dead letter's details")
 	return c
+}
+
+// workflowArg reads a command's workflow ID and opens the store's
+// workflows.
+func (a *app) workflowArg(ctx context.Context, arg string) (int64, jobs.WorkflowAdmin, error) {
+	id, err := workflowID(arg)
+	if err != nil {
+		return 0, nil, err
+	}
+	s, err := a.openWorkflows(ctx)
+	return id, s, err
 }
