@@ -68,7 +68,7 @@ func Example_workflow() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Printf("workflow %q %s: %d of %d tasks succeeded\n", d.Name, d.State, d.Succeeded, d.Workflow.Tasks)
+	fmt.Printf("workflow %q %s: %d of %d tasks succeeded\n", d.Name, d.State, d.Succeeded, d.Total)
 	mu.Lock()
 	defer mu.Unlock()
 	transforms := slices.Sorted(slices.Values(steps[1:4])) // in parallel, in any order

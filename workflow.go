@@ -75,13 +75,13 @@ func (c *Client) GetWorkflow(ctx context.Context, id int64) (jobs.WorkflowDetail
 }
 
 // CancelWorkflow cancels every task of the workflow not finished yet, as
-// Cancel does, with note as the reason.
-func (c *Client) CancelWorkflow(ctx context.Context, id int64, note string) ([]jobs.CancelResult, error) {
+// CancelWith does, naming who and why.
+func (c *Client) CancelWorkflow(ctx context.Context, p jobs.CancelWorkflowParams) ([]jobs.CancelResult, error) {
 	wa, err := c.workflowAdmin()
 	if err != nil {
 		return nil, err
 	}
-	return wa.CancelWorkflow(ctx, id, note)
+	return wa.CancelWorkflow(ctx, p)
 }
 
 // BatchCallback says when a batch's callback runs (EnqueueBatch).

@@ -183,11 +183,12 @@ func (d *Dashboard) cancelWorkflow(w http.ResponseWriter, r *http.Request) {
 		d.failErr(w, r, err)
 		return
 	}
-	note := "workflow cancelled by " + d.actor(r)
-	if reason := strings.TrimSpace(r.PostForm.Get("reason")); reason != "" {
-		note += ": " + reason
+	reason := "the whole workflow"
+	if said := strings.TrimSpace(r.PostForm.Get("reason")); said != "" {
+		reason += ": " + said
 	}
-	rs, err := d.workflows.CancelWorkflow(r.Context(), id, jobs.Clip(note, jobs.MaxCancelReasonLen))
+	rs, err := d.workflows.CancelWorkflow(r.Context(), jobs.CancelWorkflowParams{ID: id, By: jobs.Clip(d.actor(r), jobs.MaxCreatedByLen),
+		Reason: jobs.Clip(reason, jobs.MaxCancelReasonLen)})
 	if errors.Is(err, jobs.ErrWorkflowNotFound) {
 		// As an unknown schedule: a 404 that says so, no action to log.
 		d.failErr(w, r, err)

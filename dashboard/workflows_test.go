@@ -199,7 +199,7 @@ func TestCancelAWorkflowFromItsPage(t *testing.T) {
 	f.wantLogged("cancel_workflow", want[1:len(want)-1])
 	j, err := f.store.GetJob(context.Background(), res.Jobs["report"])
 	must(t, err)
-	if j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonCancelled || !strings.Contains(j.ErrorDetails, "workflow cancelled by 127.0.0.1: bad input file") {
+	if j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonCancelled || !strings.Contains(j.ErrorDetails, "cancelled by 127.0.0.1: the whole workflow: bad input file") {
 		t.Fatalf("report %s %s %q", j.Table, j.FailureReason, j.ErrorDetails)
 	}
 	running, err := f.store.GetJob(context.Background(), res.Jobs["transform-3"])

@@ -262,11 +262,11 @@ type Workflow struct {
 	Name      string
 	CreatedAt time.Time
 	State     WorkflowState
-	// Tasks counts the tasks; Pending, Waiting, Running, Succeeded and
-	// Failed count them by where they are: Pending (claimable or not yet
-	// due), Waiting (for a parent), Running (Fetched or Processing),
-	// archived, and in the DLQ.
-	Tasks, Pending, Waiting, Running, Succeeded, Failed int
+	// Total counts the tasks (not Tasks: WorkflowDetail.Tasks lists
+	// them); Pending, Waiting, Running, Succeeded and Failed count them by
+	// where they are: Pending (claimable or not yet due), Waiting (for a
+	// parent), Running (Fetched or Processing), archived, and in the DLQ.
+	Total, Pending, Waiting, Running, Succeeded, Failed int
 }
 
 // WorkflowTaskState is one task of a workflow as an operator sees it.
@@ -301,8 +301,23 @@ type WorkflowAdmin interface {
 	// GetWorkflow returns one workflow and its tasks (ErrWorkflowNotFound).
 	GetWorkflow(ctx context.Context, id int64) (WorkflowDetail, error)
 	// CancelWorkflow cancels every task not finished, as Admin.Cancel
-	// does (a running one is asked to stop), with note as the reason.
-	CancelWorkflow(ctx context.Context, id int64, note string) ([]CancelResult, error)
+	// does (a running one is asked to stop), naming who and why.
+	CancelWorkflow(ctx context.Context, p CancelWorkflowParams) ([]CancelResult, error)
+}
+
+// CancelWorkflowParams cancels workflow ID's unfinished tasks; By and
+// Reason are a cancel's (CancelParams).
+type CancelWorkflowParams struct {
+	ID         int64
+	By, Reason string
+}
+
+// Validate checks the ID and the texts as CancelParams.Validate does.
+func (p CancelWorkflowParams) Validate() error {
+	if p.ID <= 0 {
+		return &ValidationError{Field: "workflow_id", Value: p.ID, Rule: "must be a workflow's ID (1 or more)"}
+	}
+	return CancelParams{IDs: []int64{p.ID}, By: p.By, Reason: p.Reason}.Validate()
 }
 
 // ErrNotAWorkflowTask is wrapped by the error of AddWorkflowTasks from a

@@ -70,7 +70,7 @@ type workflowCounts struct {
 
 func viewOf(w jobs.Workflow) workflowView {
 	return workflowView{ID: w.ID, Name: w.Name, CreatedAt: w.CreatedAt, State: w.State.String(), Counts: workflowCounts{
-		Tasks: w.Tasks, Pending: w.Pending, Waiting: w.Waiting, Running: w.Running, Succeeded: w.Succeeded, Failed: w.Failed}}
+		Tasks: w.Total, Pending: w.Pending, Waiting: w.Waiting, Running: w.Running, Succeeded: w.Succeeded, Failed: w.Failed}}
 }
 
 // workflowPage is "workflows list"'s JSON form.
@@ -229,9 +229,9 @@ func (a *app) workflowsShowCommand() *cobra.Command {
 }
 
 func (a *app) workflowsCancelCommand() *cobra.Command {
-	var reason string
+	var reason, by string
 	c := &cobra.Command{
-		Use:   "cancel ID [--reason TEXT]",
+		Use:   "cancel ID [--reason TEXT] [--by NAME]",
 		Short: "Cancel every task of a workflow not finished yet, as jobs cancel does (a running one is asked to stop)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -239,7 +239,11 @@ func (a *app) workflowsCancelCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rs, err := s.CancelWorkflow(cmd.Context(), id, reason)
+			p := jobs.CancelWorkflowParams{ID: id, By: by, Reason: reason}
+			if err := p.Validate(); err != nil {
+				return &usageError{err}
+			}
+			rs, err := s.CancelWorkflow(cmd.Context(), p)
 			if errors.Is(err, jobs.ErrWorkflowNotFound) {
 				return notFound("workflow %d not found; nothing cancelled", id)
 			}
@@ -267,6 +271,7 @@ func (a *app) workflowsCancelCommand() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&reason, "reason", "", "why, for each dead letter's details")
+	c.Flags().StringVar(&by, "by", defaultActor(), "who cancels, for the dead letter's details")
 	return c
 }
 

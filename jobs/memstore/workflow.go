@@ -394,7 +394,7 @@ func (s *Store) summary(wf *workflow) jobs.Workflow {
 		if t.job == 0 {
 			continue
 		}
-		w.Tasks++
+		w.Total++
 		switch j := s.jobOf(t.job); {
 		case j == nil:
 		case j.Table == jobs.TableArchive:
@@ -464,7 +464,11 @@ func (s *Store) GetWorkflow(ctx context.Context, id int64) (jobs.WorkflowDetail,
 // CancelWorkflow implements jobs.WorkflowAdmin: Cancel of every hot task,
 // children first, so that no parent's cancel dead-letters a child as
 // DependencyFailed before the child's own cancel names the operator.
-func (s *Store) CancelWorkflow(ctx context.Context, id int64, note string) ([]jobs.CancelResult, error) {
+func (s *Store) CancelWorkflow(ctx context.Context, p jobs.CancelWorkflowParams) ([]jobs.CancelResult, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	id := p.ID
 	s.mu.Lock()
 	wf := s.workflows[id]
 	var ids []int64
@@ -485,7 +489,7 @@ func (s *Store) CancelWorkflow(ctx context.Context, id int64, note string) ([]jo
 	// Cancel reports it (already finished).
 	var out []jobs.CancelResult
 	for chunk := range slices.Chunk(ids, jobs.MaxCancelIDs) {
-		rs, err := s.Cancel(ctx, jobs.CancelParams{IDs: chunk, Reason: strings.TrimSpace(note)})
+		rs, err := s.Cancel(ctx, jobs.CancelParams{IDs: chunk, By: p.By, Reason: strings.TrimSpace(p.Reason)})
 		out = append(out, rs...)
 		if err != nil {
 			return out, err

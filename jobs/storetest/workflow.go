@@ -223,7 +223,7 @@ var workflowCases = []testCase{
 	{"CancelOfAWholeWorkflow", func(t *testing.T, h *Harness) {
 		r := enqueueWorkflow(t, h, task("a"), task("b", "a"), task("c", "b"))
 		start(t, h, wantClaimable(t, h, "a")["a"].Ref())
-		res, err := workflowAdmin(t, h).CancelWorkflow(ctxOf(t), r.ID, "not needed")
+		res, err := workflowAdmin(t, h).CancelWorkflow(ctxOf(t), jobs.CancelWorkflowParams{ID: r.ID, By: "ops", Reason: "not needed"})
 		if err != nil || len(res) != 3 {
 			t.Fatalf("CancelWorkflow: %v, %v", res, err)
 		}
@@ -295,7 +295,7 @@ var workflowCases = []testCase{
 			tasks[i] = task(fmt.Sprintf("t%04d", i))
 		}
 		r := enqueueWorkflow(t, h, tasks...)
-		res, err := workflowAdmin(t, h).CancelWorkflow(ctxOf(t), r.ID, "not needed")
+		res, err := workflowAdmin(t, h).CancelWorkflow(ctxOf(t), jobs.CancelWorkflowParams{ID: r.ID, By: "ops", Reason: "not needed"})
 		if err != nil || len(res) != len(tasks) {
 			t.Fatalf("CancelWorkflow: %d results, %v", len(res), err)
 		}
