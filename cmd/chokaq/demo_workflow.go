@@ -38,7 +38,6 @@ func runWorkflowDemo(ctx context.Context, store jobs.Store, pcfg processor.Confi
 	}
 	var mu sync.Mutex
 	var sum demoWorkflow
-	reported := make(chan struct{})
 	reg := processor.NewRegistry()
 	reg.MustHandle("demo.step", func(ctx context.Context, j *processor.Job) error {
 		var a struct{ Fail bool }
@@ -52,15 +51,11 @@ func runWorkflowDemo(ctx context.Context, store jobs.Store, pcfg processor.Confi
 			return processor.Permanent(errors.New("demo: a transform that fails for good"))
 		}
 		sum.Ran = append(sum.Ran, j.WorkflowTask)
-		if j.WorkflowTask == "report" {
-			close(reported)
-		}
 		return nil
 	})
 	step := func(name string, fail bool, after ...string) jobs.WorkflowTask {
-		t := jobs.WorkflowTask{Name: name, After: after, Job: jobs.EnqueueParams{Queue: demoWorkflowQueue, Type: "demo.step",
+		return jobs.WorkflowTask{Name: name, After: after, Job: jobs.EnqueueParams{Queue: demoWorkflowQueue, Type: "demo.step",
 			CreatedBy: "chokaq demo", MaxAttempts: 1, Payload: fmt.Appendf(nil, `{"fail":%t}`, fail)}}
-		return t
 	}
 	report := step("report", false, "transform-1", "transform-2", "transform-3")
 	report.OnParentFailure = jobs.DependencyWait
@@ -78,42 +73,24 @@ func runWorkflowDemo(ctx context.Context, store jobs.Store, pcfg processor.Confi
 	}
 	defer stop()
 	// Wait for the report to wait on the dead letter; then fix the
-	// transform's payload as an operator would, and resurrect it.
-	for {
-		wd, err := wa.GetWorkflow(ctx, r.ID)
-		if err != nil {
-			return demoWorkflow{}, err
-		}
-		if t := wd.Tasks[len(wd.Tasks)-1]; t.Name == "report" && t.WaitingOnFailed {
-			sum.WaitedOnFailed = true
-			break
-		}
-		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
-			return demoWorkflow{}, fmt.Errorf("demo: the report never waited on its failed parent: %w", err)
-		}
+	// transform's payload as an operator would, resurrect it, and wait for
+	// the workflow to end.
+	if _, err := untilWorkflow(ctx, wa, r.ID, "the report waiting on its failed parent", func(wd jobs.WorkflowDetail) bool {
+		t := wd.Tasks[len(wd.Tasks)-1]
+		return t.Name == "report" && t.WaitingOnFailed
+	}); err != nil {
+		return demoWorkflow{}, err
 	}
+	sum.WaitedOnFailed = true
 	if _, err := store.Resurrect(ctx, jobs.ResurrectParams{Filter: jobs.Filter{IDs: []int64{r.Jobs["transform-2"]}},
 		Payload: []byte(`{"fail":false}`)}); err != nil {
 		return demoWorkflow{}, err
 	}
-	select {
-	case <-reported:
-	case <-ctx.Done():
-		return demoWorkflow{}, fmt.Errorf("demo: the report did not run after the resurrect: %w", ctx.Err())
+	wd, err := untilWorkflow(ctx, wa, r.ID, "the workflow's end", func(wd jobs.WorkflowDetail) bool { return wd.State != jobs.WorkflowRunning })
+	if err != nil {
+		return demoWorkflow{}, err
 	}
-	for {
-		wd, err := wa.GetWorkflow(ctx, r.ID)
-		if err != nil {
-			return demoWorkflow{}, err
-		}
-		if wd.State != jobs.WorkflowRunning {
-			sum.State = wd.State.String()
-			break
-		}
-		if err := sleepCtx(ctx, 10*time.Millisecond); err != nil {
-			return demoWorkflow{}, err
-		}
-	}
+	sum.State = wd.State.String()
 	mu.Lock()
 	defer mu.Unlock()
 	return sum, nil
@@ -126,4 +103,18 @@ func (w demoWorkflow) line() string {
 	}
 	return fmt.Sprintf("workflow %d ran %v; the report waited on the failed transform (%t) and ran after its resurrect: %s",
 		w.ID, w.Ran, w.WaitedOnFailed, w.State)
+}
+
+// untilWorkflow reads workflow id until cond holds, or ctx ends (naming
+// what it waited for).
+func untilWorkflow(ctx context.Context, wa jobs.WorkflowAdmin, id int64, what string, cond func(jobs.WorkflowDetail) bool) (jobs.WorkflowDetail, error) {
+	for {
+		wd, err := wa.GetWorkflow(ctx, id)
+		if err != nil || cond(wd) {
+			return wd, err
+		}
+		if err := sleepCtx(ctx, 20*time.Millisecond); err != nil {
+			return wd, fmt.Errorf("demo: %s never came: %w", what, err)
+		}
+	}
 }
