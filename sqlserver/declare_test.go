@@ -119,6 +119,12 @@ func TestParameterDeclarationsDoNotVary(t *testing.T) {
 		_ = s.Retry(ctx, ref, jobs.RetryParams{Error: v.text})
 		_ = s.DeadLetter(ctx, ref, jobs.DeadLetterParams{Reason: jobs.ReasonFatal, Details: v.text})
 		_, _ = s.UpdateQueue(ctx, v.queue, jobs.QueueUpdate{})
+		// Flow control and rate limits (ADR 0031, 0033): keys of every
+		// length go in table-valued lists, numbers as BIGINT.
+		perKey, rate := len(v.key), jobs.RateLimit{Count: len(v.text) + 1, Window: time.Duration(len(v.key)+1) * time.Second}
+		_, _ = s.UpdateQueue(ctx, v.queue, jobs.QueueUpdate{MaxWorkersPerKey: &perKey, KeyLimits: map[string]int{v.key: 1}, RateLimit: &rate})
+		_, _ = s.Enqueue(ctx, jobs.EnqueueParams{Queue: v.queue, Type: "t", ConcurrencyKey: v.key, SequenceKey: v.text})
+		_, _ = s.ClaimHeld(ctx, jobs.ClaimParams{WorkerID: v.worker, Queues: []string{v.queue}, Limit: 5})
 		_, _ = s.QueueDepths(ctx, []string{v.queue}, 10)
 		for _, tb := range []jobs.Table{jobs.TableHot, jobs.TableArchive, jobs.TableDLQ} {
 			_, _ = s.ListJobs(ctx, jobs.ListParams{Table: tb, Filter: v.filter(tb)})
