@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -166,6 +167,11 @@ func (p WorkflowParams) NormalizeWithin(l Limits, existing func(name string) boo
 		if err != nil {
 			return fail(t.Name, err)
 		}
+		if job.IdempotencyKey != "" || job.Unique != nil {
+			// A key that resolves to another job would insert the
+			// workflow in part.
+			return fail(t.Name, &ValidationError{Field: "job", Value: t.Name, Rule: "a workflow's task has no idempotency or unique key: the workflow is inserted whole or not at all"})
+		}
 		t.Job, t.After = job, slices.Clone(t.After)
 		p.Tasks[i] = t
 	}
@@ -229,6 +235,14 @@ type WorkflowEnqueuer interface {
 	// every task: the tasks without parents Pending, the others waiting
 	// for them.
 	EnqueueWorkflow(ctx context.Context, p WorkflowParams) (WorkflowResult, error)
+}
+
+// WorkflowTxEnqueuer is an optional capability of a store on a
+// database/sql database that keeps dependencies: EnqueueWorkflow inside
+// the caller's transaction, so the workflow exists if and only if tx
+// commits.
+type WorkflowTxEnqueuer interface {
+	EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, p WorkflowParams) (WorkflowResult, error)
 }
 
 // WorkflowState is where a workflow stands, from its tasks.

@@ -218,7 +218,8 @@ func unifiedRow(j *jobs.Job) []driver.Value {
 		orNil(j.CancelRequestedAt), orNil(j.CancelNote), orNil(j.HeartbeatMax.Milliseconds()),
 		orNil(metadataText(j.Metadata)), orNil(string(j.Output)), orNil(j.Progress), orNil(j.ProgressMessage),
 		orNil(int64(j.TimeoutFrom)), orNil(int64(j.ZombieRetryCap)), orNil(int64(j.ZombieRetries)),
-		uniqueHash, uniqueBucket, uniqueStates, orNil(j.ConcurrencyKey), orNil(j.SequenceKey)}
+		uniqueHash, uniqueBucket, uniqueStates, orNil(j.ConcurrencyKey), orNil(j.SequenceKey),
+		orNil(j.WorkflowID), orNil(j.WorkflowTask)}
 }
 
 func metadataText(m map[string]string) string {
@@ -374,7 +375,9 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 			for _, h := range r.Held {
 				heldMs = h.For.Milliseconds()
 			}
-			return append(jobRows(got), []driver.Value{nextResultSet{}}, []driver.Value{heldMs}), nil
+			// The third column: no workflow release is owed (the memory
+			// store releases in the parent's move).
+			return append(jobRows(got), []driver.Value{nextResultSet{}}, []driver.Value{heldMs, false}), nil
 		},
 		q.dueProbe: func(c recordedCall) ([][]driver.Value, error) {
 			var names []string
@@ -382,7 +385,7 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 				names = append(names, r.Name)
 			}
 			due, err := mem().Probe(ctx, names)
-			return [][]driver.Value{{due}}, err
+			return [][]driver.Value{{due, false}}, err
 		},
 		q.adoptClaim: func(c recordedCall) ([][]driver.Value, error) {
 			a := argsOf(c)

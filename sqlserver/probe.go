@@ -19,12 +19,14 @@ func (s *Store) Probe(ctx context.Context, queues []string) (bool, error) {
 	if len(queues) == 0 {
 		return false, nil
 	}
-	var due bool
+	var due, owed bool
 	err := s.do(ctx, "probe", idempotent, func(ctx context.Context) error {
-		return s.db.QueryRowContext(ctx, s.q.dueProbe, named("queues", s.queueTVP(queues))).Scan(&due)
+		return s.db.QueryRowContext(ctx, s.q.dueProbe, named("queues", s.queueTVP(queues))).Scan(&due, &owed)
 	})
 	if err != nil {
 		return false, fmt.Errorf("sqlserver: probe: %w", err)
 	}
-	return due, nil
+	// A release owed is work: only a claim runs the release steps.
+	s.noteOwed(owed)
+	return due || owed, nil
 }

@@ -69,7 +69,8 @@ const unifiedHot = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     $.SnoozeCount, $.CancelRequestedUtc, $.CancelNote, $.HeartbeatMaxMs,
     $.Metadata, CAST(NULL AS NVARCHAR(MAX)), $.ProgressFraction, $.ProgressMessage,
     $.TimeoutSource, $.ZombieRetryCap, $.ZombieRetries,
-    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey`
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey,
+    $.WorkflowId, $.WorkflowTask`
 
 const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(2 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
@@ -78,7 +79,8 @@ const unifiedArchive = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
     $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
     CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT),
-    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey`
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey,
+    $.WorkflowId, $.WorkflowTask`
 
 const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.IdempotencyKey, $.CreatedBy, $.MaxAttempts, $.AttemptCount,
     CAST(3 AS TINYINT), CAST(NULL AS TINYINT), $.CreatedAtUtc, $.ScheduledAtUtc, CAST(NULL AS DATETIME2(7)), $.WorkerId, $.RunLease,
@@ -87,7 +89,8 @@ const unifiedDLQ = `$.Id, $.Queue, $.Type, $.Payload, $.Priority, $.Tags, $.Idem
     $.SnoozeCount, CAST(NULL AS DATETIME2(7)), CAST(NULL AS NVARCHAR(500)), CAST(NULL AS INT),
     $.Metadata, $.OutputJson, CAST(NULL AS REAL), CAST(NULL AS NVARCHAR(200)),
     CAST(NULL AS TINYINT), CAST(NULL AS INT), CAST(NULL AS INT),
-    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey`
+    $.UniqueKeyHash, $.UniqueBucket, $.UniqueStates, $.ConcurrencyKey, $.SequenceKey,
+    $.WorkflowId, $.WorkflowTask`
 
 func cols(list, alias string) string { return strings.ReplaceAll(list, "$.", alias+".") }
 
@@ -105,6 +108,7 @@ var unifiedNames = [][2]string{
 	{"TimeoutSource", "TINYINT"}, {"ZombieRetryCap", "INT"}, {"ZombieRetries", "INT"},
 	{"UniqueKeyHash", "BINARY(32)"}, {"UniqueBucket", "BIGINT"}, {"UniqueStates", "TINYINT"},
 	{"ConcurrencyKey", "NVARCHAR(200)"}, {"SequenceKey", "NVARCHAR(200)"},
+	{"WorkflowId", "BIGINT"}, {"WorkflowTask", "NVARCHAR(200)"},
 }
 
 // unifiedDecl is the column list of a table variable of unified rows;
@@ -129,21 +133,29 @@ func unifiedSelect(alias string) string {
 const (
 	archiveColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
     CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, LastError, FinishedAtUtc, DurationMs, SnoozeCount, Metadata,
-    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey`
+    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey, ` + workflowColumns
 	archiveFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
     deleted.RunLease, deleted.StartedAtUtc, deleted.LastError, @now, DATEDIFF_BIG(MILLISECOND, deleted.StartedAtUtc, @now),
     deleted.SnoozeCount, deleted.Metadata, deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates,
-    deleted.ConcurrencyKey, deleted.SequenceKey`
+    deleted.ConcurrencyKey, deleted.SequenceKey, ` + workflowFromDeleted
 	dlqColumns = `Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts, AttemptCount,
     CreatedAtUtc, ScheduledAtUtc, WorkerId, RunLease, StartedAtUtc, HeartbeatUtc, DeadlineUtc, LastError, Metadata,
-    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey, SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
+    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey, ` + workflowColumns + `,
+    SnoozeCount, FinishedAtUtc, FailureReason, ErrorDetails`
 	// dlqFromDeleted is followed by the reason and the details.
 	dlqFromDeleted = `deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.AttemptCount, deleted.CreatedAtUtc, deleted.ScheduledAtUtc, deleted.WorkerId,
     deleted.RunLease, deleted.StartedAtUtc, deleted.HeartbeatUtc, deleted.DeadlineUtc, deleted.LastError, deleted.Metadata,
     deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates, deleted.ConcurrencyKey, deleted.SequenceKey,
-    deleted.SnoozeCount, @now`
+    ` + workflowFromDeleted + `, deleted.SnoozeCount, @now`
+	// workflowColumns are a workflow task's columns in the archive and the
+	// DLQ; workflowFromDeleted fills them from a move out of JobsHot, with
+	// ReleaseCursor 0 for a task: the release the task owes its children
+	// (ADR 0034) commits with its move, whatever the move.
+	workflowColumns     = `WorkflowId, WorkflowTask, OnParentFailure, ReleaseCursor`
+	workflowFromDeleted = `deleted.WorkflowId, deleted.WorkflowTask, deleted.OnParentFailure,
+    CASE WHEN deleted.WorkflowId IS NOT NULL THEN CAST(0 AS BIGINT) END`
 	// cancelledReason is the reason of a move to the DLQ by rescue phase
 	// 3: Timeout, or Cancelled for a job whose cancel was requested.
 	cancelledReason = `CASE WHEN deleted.CancelRequestedUtc IS NULL THEN 7 ELSE 1 END`
@@ -576,7 +588,7 @@ END
 ` + claimRateTaken + `
 COMMIT TRANSACTION;
 SELECT ` + "{{claimedCols}}" + ` FROM @claimed AS c ORDER BY c.Priority DESC, c.ScheduledAtUtc, c.Id;
-SELECT @heldMs;`
+SELECT @heldMs, ` + releaseOwed + `;`
 
 // claimRateRoom closes a rate-limited queue's window that has run its time
 // and caps the claim at what the open window has left (ADR 0033); it runs
@@ -1239,7 +1251,7 @@ type tableSQL struct {
 
 var tables = map[jobs.Table]tableSQL{
 	jobs.TableHot: {name: "JobsHot", instant: "CreatedAtUtc", columns: unifiedHot,
-		extra: "AND (@status IS NULL OR $.Status = @status OR (@status = 0 AND $.Status IN (3, 4)))"},
+		extra: "AND (@status IS NULL OR $.Status = @status OR (@status = 0 AND $.Status IN (3, 4, 5)))"},
 	jobs.TableArchive: {name: "JobsArchive", instant: "FinishedAtUtc", columns: unifiedArchive},
 	jobs.TableDLQ: {name: "JobsDLQ", instant: "FinishedAtUtc", columns: unifiedDLQ,
 		extra: "AND (@reason IS NULL OR $.FailureReason = @reason)",
@@ -1303,10 +1315,10 @@ INNER JOIN (
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id
 OPTION (RECOMPILE);
-` + goneKeys + lastGone
+` + goneKeysOf(t.name) + lastGone
 }
 
-// goneDecl, goneOutput and goneKeys are a purge or trim step's table of
+// goneDecl, goneOutput and goneKeysOf are a purge or trim step's table of
 // the jobs it deleted and the deletion of their unique keys' rows, in the
 // same transaction (ADR 0030): a row goes with the job it names, by the
 // key the job carries (a clustered-key seek, nothing for a job that is not
@@ -1317,14 +1329,27 @@ OPTION (RECOMPILE);
 // takes it over.
 const (
 	goneDecl = `DECLARE @gone TABLE (FinishedAtUtc DATETIME2(7) NOT NULL, Id BIGINT NOT NULL,
-    UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL);`
-	goneOutput = `deleted.FinishedAtUtc, deleted.Id, deleted.UniqueKeyHash, deleted.UniqueBucket`
-	goneKeys   = `DELETE k
+    UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL, WorkflowId BIGINT NULL, WorkflowTask NVARCHAR(200) NULL);`
+	goneOutput = `deleted.FinishedAtUtc, deleted.Id, deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.WorkflowId, deleted.WorkflowTask`
+)
+
+// goneKeysOf also writes the WorkflowGone row of each workflow task the
+// step deleted from table (ADR 0034), in the same transaction: the
+// release step then settles the children that wait for it and deletes
+// its edges, and a workflow whose last task is gone goes with it.
+func goneKeysOf(table string) string {
+	failed := "0"
+	if table == "JobsDLQ" {
+		failed = "1"
+	}
+	return `DELETE k
 FROM {{s}}.JobUniqueKeys AS k WITH (FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
 INNER JOIN @gone AS g ON k.KeyHash = g.UniqueKeyHash AND k.Bucket = g.UniqueBucket AND k.JobId = g.Id;
+INSERT INTO {{s}}.WorkflowGone WITH (ROWLOCK) (ParentId, WorkflowId, WorkflowTask, Failed, ReleaseCursor)
+SELECT g.Id, g.WorkflowId, g.WorkflowTask, ` + failed + `, 0 FROM @gone AS g WHERE g.WorkflowId IS NOT NULL;
 COMMIT TRANSACTION;
 `
-)
+}
 
 // lastGone reports a purge or trim step: how many rows @gone holds and the
 // last of them in (FinishedAtUtc, Id) order, NULLs when it is empty.
@@ -1357,15 +1382,16 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @payload VARBINARY(MAX) = CONVERT(VARBINARY(MAX), @payloadHex, 2);
 DECLARE @pick TABLE (Id BIGINT NOT NULL PRIMARY KEY, KeyHash BINARY(32) NULL, Bucket BIGINT NULL, States TINYINT NULL,
-    Keep BIT NOT NULL DEFAULT 0, INDEX IX_Key (KeyHash, Bucket));
+    Keep BIT NOT NULL DEFAULT 0, WorkflowId BIGINT NULL, INDEX IX_Key (KeyHash, Bucket));
 DECLARE @moved TABLE (
     Id BIGINT NOT NULL PRIMARY KEY, Queue NVARCHAR(100) NOT NULL, Type NVARCHAR(200) NOT NULL, Payload VARBINARY(MAX) NULL,
     Priority INT NOT NULL, Tags NVARCHAR(1000) NULL, IdempotencyKey NVARCHAR(200) NULL, CreatedBy NVARCHAR(100) NULL,
     MaxAttempts INT NOT NULL, CreatedAtUtc DATETIME2(7) NOT NULL, RunLease BIGINT NOT NULL, ErrorDetails NVARCHAR(MAX) NULL,
     Metadata NVARCHAR(MAX) NULL, UniqueKeyHash BINARY(32) NULL, UniqueBucket BIGINT NULL, UniqueStates TINYINT NULL,
-    ConcurrencyKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL, SequenceKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL);
-INSERT INTO @pick (Id, KeyHash, Bucket, States)
-SELECT TOP (@limit) t.Id, t.UniqueKeyHash, t.UniqueBucket, t.UniqueStates
+    ConcurrencyKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL, SequenceKey NVARCHAR(200) COLLATE Latin1_General_100_BIN2 NULL,
+    WorkflowId BIGINT NULL, WorkflowTask NVARCHAR(200) NULL, OnParentFailure TINYINT NULL);
+INSERT INTO @pick (Id, KeyHash, Bucket, States, WorkflowId)
+SELECT TOP (@limit) t.Id, t.UniqueKeyHash, t.UniqueBucket, t.UniqueStates, t.WorkflowId
 FROM {{s}}.JobsDLQ AS t WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
 ` + dlq.where("t") + `
 ORDER BY t.FinishedAtUtc, t.Id
@@ -1373,6 +1399,10 @@ OPTION (RECOMPILE);
 DECLARE @h BINARY(32), @b BIGINT, @lastH BINARY(32), @lastB BIGINT, @id BIGINT, @us TINYINT;
 DECLARE @x BIGINT, @xs TINYINT, @held BIT, @rc INT, @ulock NVARCHAR(255);
 BEGIN TRANSACTION;
+IF EXISTS (SELECT 1 FROM @pick WHERE WorkflowId IS NOT NULL)
+BEGIN
+    ` + workflowLockTaken + `
+END
 WHILE 1 = 1
 BEGIN
     SET @h = NULL;
@@ -1406,13 +1436,14 @@ END
 DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
     deleted.CreatedBy, deleted.MaxAttempts, deleted.CreatedAtUtc, deleted.RunLease, deleted.ErrorDetails, deleted.Metadata,
-    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates, deleted.ConcurrencyKey, deleted.SequenceKey
+    deleted.UniqueKeyHash, deleted.UniqueBucket, deleted.UniqueStates, deleted.ConcurrencyKey, deleted.SequenceKey,
+    deleted.WorkflowId, deleted.WorkflowTask, deleted.OnParentFailure
 INTO @moved
 FROM {{s}}.JobsDLQ AS d WITH (` + outerHints("JobsDLQ") + `)
 INNER JOIN @pick AS x ON x.Id = d.Id;
 INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
     AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, LastError, Metadata,
-    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey)
+    UniqueKeyHash, UniqueBucket, UniqueStates, ConcurrencyKey, SequenceKey, WorkflowId, WorkflowTask, OnParentFailure)
 SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m.Payload END, m.Priority, m.Tags,
     CASE WHEN m.IdempotencyKey IS NULL OR m.KeyRank > 1
               OR EXISTS (SELECT 1 FROM {{s}}.JobsHot AS k WITH (READCOMMITTEDLOCK)
@@ -1420,12 +1451,30 @@ SELECT m.Id, m.Queue, m.Type, CASE WHEN @replacePayload = 1 THEN @payload ELSE m
          THEN NULL ELSE m.IdempotencyKey END,
     m.CreatedBy, m.MaxAttempts, 0, 0, m.CreatedAtUtc, @now, @now, m.RunLease, m.ErrorDetails, m.Metadata,
     CASE WHEN p.Keep = 1 THEN m.UniqueKeyHash END, CASE WHEN p.Keep = 1 THEN m.UniqueBucket END,
-    CASE WHEN p.Keep = 1 THEN m.UniqueStates END, m.ConcurrencyKey, m.SequenceKey
+    CASE WHEN p.Keep = 1 THEN m.UniqueStates END, m.ConcurrencyKey, m.SequenceKey, m.WorkflowId, m.WorkflowTask, m.OnParentFailure
 FROM (SELECT mv.*, ROW_NUMBER() OVER (PARTITION BY mv.IdempotencyKey ORDER BY mv.Id) AS KeyRank FROM @moved AS mv) AS m
 INNER JOIN @pick AS p ON p.Id = m.Id;
+` + resurrectTasks + `
 COMMIT TRANSACTION;
 SELECT COUNT(*) FROM @moved;`
 }
+
+// resurrectTasks settles the workflow tasks a resurrect moved (ADR 0034),
+// under the workflow lock: a task waits only for its parents still hot
+// (its edge to one archived, dead-lettered or gone is done: resurrecting
+// it is the operator's word that it may run), Status 5 on their count.
+// Its children that wait for it (DependencyWait) go on waiting, now for
+// a parent that is hot again.
+const resurrectTasks = `UPDATE e SET State = 1
+FROM {{s}}.WorkflowEdges AS e WITH (ROWLOCK)
+INNER JOIN @moved AS m ON e.ChildId = m.Id
+WHERE m.WorkflowId IS NOT NULL AND e.State = 0
+  AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS p WHERE p.Id = e.ParentId);
+UPDATE h SET Status = 5, WaitingOn = w.N
+FROM {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK)
+INNER JOIN (SELECT e.ChildId, COUNT(*) AS N FROM {{s}}.WorkflowEdges AS e INNER JOIN @moved AS m ON e.ChildId = m.Id
+            WHERE m.WorkflowId IS NOT NULL AND e.State = 0 GROUP BY e.ChildId) AS w ON w.ChildId = h.Id
+WHERE h.Status = 0;`
 
 // qGetJob looks in every table; the job is in exactly one (I2).
 const qGetJob = `SELECT ` + "{{hotCols}}" + ` FROM {{s}}.JobsHot AS h WHERE h.Id = @id
@@ -1561,6 +1610,7 @@ SELECT n.Queue, ISNULL(qr.IsPaused, 0), ISNULL(qr.MaxWorkers, 0),
     @now,
     ` + capped("JobsHot", " AND Status = 3") + `,
     ` + capped("JobsHot", " AND Status = 4") + `,
+    ` + capped("JobsHot", " AND Status = 5") + `,
     ISNULL(qr.RateCount, 0),
     CASE WHEN DATEADD(MILLISECOND, qr.RateWindowMs, qr.RateWindowStartUtc) > @now THEN qr.RateUsed ELSE 0 END,
     CASE WHEN DATEADD(MILLISECOND, qr.RateWindowMs, qr.RateWindowStartUtc) > @now
@@ -1638,7 +1688,7 @@ INNER JOIN (
       AND (@hasAfter = 0 OR t.FinishedAtUtc > @afterUtc OR t.Id > @afterId)
     ORDER BY t.FinishedAtUtc, t.Id
 ) AS x ON x.Id = d.Id;
-` + goneKeys + lastGone
+` + goneKeysOf(table) + lastGone
 }
 
 // finishedCounts counts the jobs of both finished tables by queue and
@@ -1780,9 +1830,295 @@ SELECT @rc;`
 	qReleaseAppLock = `EXEC sys.sp_releaseapplock @Resource = @resource, @LockOwner = 'Session';`
 )
 
+// Workflows (ADR 0034). A task waiting for a parent is Status 5 in
+// JobsHot, with WaitingOn its open edges, out of IX_JobsHot_Claim's
+// Status = 0 range. A task's move out of JobsHot writes ReleaseCursor 0
+// on its archive or DLQ row (workflowFromDeleted) in the move's own
+// statement, and a purge or trim of a task writes its WorkflowGone row in
+// the purge's (goneKeysOf): what a task owes its children commits with the
+// task, and qReleaseTasks pays it in bounded steps.
+
+// workflowLock names the schema's workflow lock: the release step holds it
+// exclusively for its transaction (and skips its turn when another holds
+// it), and so do the statements that change edges of tasks that exist: a
+// fan-out at run time (qAddTasksBegin) and a resurrect of a task. So no
+// edge appears, and no task comes back, while a step walks the edges.
+const workflowLock = `N'chokaq:{{name}}:workflows'`
+
+// workflowLockTaken takes the workflow lock for the transaction, waiting
+// at most the store's lock timeout.
+const workflowLockTaken = `EXEC @rc = sys.sp_getapplock @Resource = ` + workflowLock + `, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = @lockTimeoutMs;
+IF @rc < 0
+    THROW 51001, N'chokaq: the workflow lock was not granted (sp_getapplock returned a negative code: timeout or deadlock)', 1;`
+
+// releaseOwed is true while a finished task owes its children their
+// release: a claim reports it (its third result) and so does the probe,
+// so that the store runs a release step before its next claim.
+const releaseOwed = `CASE WHEN EXISTS (SELECT 1 FROM {{s}}.JobsArchive AS ra WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK) WHERE ra.ReleaseCursor IS NOT NULL)
+    OR EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS rd WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK) WHERE rd.ReleaseCursor IS NOT NULL)
+    OR EXISTS (SELECT 1 FROM {{s}}.WorkflowGone AS rg WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK))
+    THEN CAST(1 AS BIT) ELSE CAST(0 AS BIT) END`
+
+// qInsertWorkflowTasks inserts one bounded part of a workflow's tasks
+// (@items with their @tasks side list, at most the store's insert batch)
+// and of its edges (@edges, as many), in the caller's transaction: the
+// store's own (EnqueueWorkflow, AddWorkflowTasks) or a caller's
+// (EnqueueWorkflowTx); it has none of its own and reads past nothing. The
+// first part of an enqueue (@firstId 0) takes the ID range of every task
+// (@total) and, for a new workflow (@workflowId 0), the workflow's ID and
+// row; a task's ID is @firstId plus its Ord among all the tasks (@base
+// plus its Ord in @items). A task waits (Status 5) on its WaitingOn
+// parents. An edge to a task that exists and has finished (a fan-out's)
+// reopens its release (ReleaseCursor 0), which the next release step pays
+// as it stands: done if archived, the child's policy if dead-lettered.
+const qInsertWorkflowTasks = `SET NOCOUNT ON;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
+DECLARE @wf BIGINT = @workflowId, @first BIGINT = @firstId, @nm NVARCHAR(200) = @name, @firstValue SQL_VARIANT;
+IF @first = 0
+BEGIN
+    EXEC sys.sp_sequence_get_range @sequence_name = N'{{s}}.JobIds', @range_size = @total, @range_first_value = @firstValue OUTPUT;
+    SET @first = CONVERT(BIGINT, @firstValue);
+END
+IF @wf = 0
+BEGIN
+    SET @wf = NEXT VALUE FOR {{s}}.WorkflowIds;
+    INSERT INTO {{s}}.Workflows WITH (ROWLOCK) (Id, Name, CreatedAtUtc) VALUES (@wf, @nm, @now);
+END
+INSERT INTO {{s}}.JobsHot WITH (ROWLOCK) (Id, Queue, Type, Payload, Priority, Tags, IdempotencyKey, CreatedBy, MaxAttempts,
+    AttemptCount, Status, CreatedAtUtc, ScheduledAtUtc, LastUpdatedUtc, RunLease, Metadata, UniqueKeyHash, UniqueBucket, UniqueStates,
+    ConcurrencyKey, SequenceKey, WorkflowId, WorkflowTask, OnParentFailure, WaitingOn)
+SELECT @first + @base + i.Ord, i.Queue, i.Type, i.Payload, i.Priority, i.Tags, NULL, i.CreatedBy, i.MaxAttempts,
+    0, CASE WHEN t.WaitingOn > 0 THEN 5 ELSE 0 END, @now,
+    CASE WHEN i.RunAtMs IS NULL
+        THEN DATEADD(MILLISECOND, i.DelayMs % 1000, DATEADD(SECOND, i.DelayMs / 1000, @now))
+        ELSE DATEADD(MILLISECOND, i.RunAtMs % 86400000, DATEADD(DAY, i.RunAtMs / 86400000, CAST('19700101' AS DATETIME2(7)))) END,
+    @now, 0, m.Metadata, NULL, NULL, NULL, f.ConcurrencyKey, f.SequenceKey,
+    @wf, t.WorkflowTask, t.OnParentFailure, NULLIF(t.WaitingOn, 0)
+FROM @items AS i
+INNER JOIN @tasks AS t ON t.Ord = i.Ord
+LEFT JOIN @metadata AS m ON m.Ord = i.Ord
+LEFT JOIN @flowKeys AS f ON f.Ord = i.Ord;
+INSERT INTO {{s}}.WorkflowEdges WITH (ROWLOCK) (ParentId, ChildId, WorkflowId, State)
+SELECT ISNULL(e.ParentId, @first + e.ParentOrd), @first + e.ChildOrd, @wf, 0
+FROM @edges AS e;
+UPDATE a SET ReleaseCursor = 0
+FROM {{s}}.JobsArchive AS a WITH (FORCESEEK, ROWLOCK)
+INNER JOIN (SELECT DISTINCT ParentId FROM @edges WHERE ParentId IS NOT NULL) AS p ON p.ParentId = a.Id
+WHERE a.ReleaseCursor IS NULL;
+UPDATE d SET ReleaseCursor = 0
+FROM {{s}}.JobsDLQ AS d WITH (FORCESEEK, ROWLOCK)
+INNER JOIN (SELECT DISTINCT ParentId FROM @edges WHERE ParentId IS NOT NULL) AS p ON p.ParentId = d.Id
+WHERE d.ReleaseCursor IS NULL;
+SELECT @wf, @first;`
+
+// qAddTasksBegin opens a fan-out at run time in the store's transaction:
+// the workflow lock, then the adding job's row, update-locked to COMMIT
+// only if it is Processing under @lease (a rescue's move of it waits, and
+// a handler that lost its job adds nothing), then its workflow and the
+// workflow's tasks, by name, with where each is. Its first result is the
+// job's workflow and task (NULLs when the lease is lost), its second the
+// workflow's name, its third the tasks.
+const qAddTasksBegin = `SET NOCOUNT ON;
+DECLARE @rc INT, @wf BIGINT, @task NVARCHAR(200), @found BIT;
+` + workflowLockTaken + `
+SET @found = NULL;
+SET @wf = NULL;
+SET @task = NULL;
+SELECT @found = 1, @wf = h.WorkflowId, @task = h.WorkflowTask
+FROM {{s}}.JobsHot AS h WITH (UPDLOCK, ROWLOCK)
+WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
+SELECT ISNULL(@found, 0), @wf, @task, (SELECT w.Name FROM {{s}}.Workflows AS w WHERE w.Id = @wf);
+SELECT t.WorkflowTask, t.Id FROM (
+    SELECT h.WorkflowTask, h.Id FROM {{s}}.JobsHot AS h WHERE h.WorkflowId IS NOT NULL AND h.WorkflowId = @wf
+    UNION ALL
+    SELECT a.WorkflowTask, a.Id FROM {{s}}.JobsArchive AS a WHERE a.WorkflowId IS NOT NULL AND a.WorkflowId = @wf
+    UNION ALL
+    SELECT d.WorkflowTask, d.Id FROM {{s}}.JobsDLQ AS d WHERE d.WorkflowId IS NOT NULL AND d.WorkflowId = @wf) AS t
+ORDER BY t.Id;`
+
+// qReleaseTasks is one release step (ADR 0034), in its own transaction
+// under the workflow lock (taken without waiting: when another step holds
+// it, this one does nothing and says so). It takes up to @maxParents
+// finished tasks that owe a release from each of the archive, the DLQ and
+// WorkflowGone, update-locked and read past (a move or purge in flight is
+// the next step's), and walks their edges in (parent, child) order from
+// each one's cursor, at most @maxEdges edges in all: so a step locks a
+// bounded number of rows (well below lock escalation's 5,000) whatever the
+// fan-out, and a parent of 10,000 children is paid in ten steps. For each
+// open edge whose child waits (Status 5, update-locked: never read past,
+// so no child is skipped): a parent archived, or failed under
+// DependencyRunAnyway, marks the edge done and the child, at its last open
+// edge, Pending; a failed parent under DependencyWait leaves it waiting
+// (until a resurrect, or a purge that cancels it); otherwise the child is
+// dead-lettered as DependencyFailed, and its own DLQ row owes its
+// children in turn. A gone parent's edges are deleted as it is paid, and
+// a workflow whose last task is gone goes with it. A parent whose edges
+// are all walked has its cursor set to NULL (its WorkflowGone row
+// deleted); one cut by the budget keeps the last child walked. The result:
+// whether more is owed (the store runs another step), and whether the
+// lock was busy.
+var qReleaseTasks = `SET NOCOUNT ON;
+SET XACT_ABORT ON;
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+DECLARE @now DATETIME2(7) = SYSUTCDATETIME(), @rc INT, @budget INT = @maxEdges, @p BIGINT, @cur BIGINT, @got INT;
+DECLARE @more BIT = 0, @busy BIT = 0;
+DECLARE @owed TABLE (Id BIGINT NOT NULL PRIMARY KEY, Source TINYINT NOT NULL, WorkflowId BIGINT NOT NULL, Failed BIT NOT NULL,
+    Task NVARCHAR(200) NULL, Reason INT NULL, FromCursor BIGINT NOT NULL, NewCursor BIGINT NULL, Walked BIT NOT NULL);
+DECLARE @edges TABLE (ParentId BIGINT NOT NULL, ChildId BIGINT NOT NULL, State TINYINT NOT NULL, Act TINYINT NULL,
+    PRIMARY KEY (ParentId, ChildId));
+DECLARE @done TABLE (ChildId BIGINT NOT NULL);
+BEGIN TRANSACTION;
+EXEC @rc = sys.sp_getapplock @Resource = ` + workflowLock + `, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 0;
+IF @rc < 0
+    SET @busy = 1;
+ELSE
+BEGIN
+    INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
+    SELECT TOP (@maxParents) a.Id, 1, a.WorkflowId, 0, a.WorkflowTask, NULL, a.ReleaseCursor, 0
+    FROM {{s}}.JobsArchive AS a WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    WHERE a.ReleaseCursor IS NOT NULL
+    ORDER BY a.Id;
+    INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
+    SELECT TOP (@maxParents) d.Id, 2, d.WorkflowId, 1, d.WorkflowTask, d.FailureReason, d.ReleaseCursor, 0
+    FROM {{s}}.JobsDLQ AS d WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    WHERE d.ReleaseCursor IS NOT NULL
+    ORDER BY d.Id;
+    INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
+    SELECT TOP (@maxParents) g.ParentId, 3, g.WorkflowId, g.Failed, g.WorkflowTask, NULL, g.ReleaseCursor, 0
+    FROM {{s}}.WorkflowGone AS g WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    ORDER BY g.ParentId;
+    WHILE @budget > 0
+    BEGIN
+        SET @p = NULL;
+        SET @cur = NULL;
+        SELECT TOP (1) @p = Id, @cur = FromCursor FROM @owed WHERE Walked = 0 ORDER BY Source, Id;
+        IF @p IS NULL
+            BREAK;
+        INSERT INTO @edges (ParentId, ChildId, State)
+        SELECT TOP (@budget) e.ParentId, e.ChildId, e.State
+        FROM {{s}}.WorkflowEdges AS e WITH (UPDLOCK, ROWLOCK)
+        WHERE e.ParentId = @p AND e.ChildId > @cur
+        ORDER BY e.ChildId;
+        SET @got = @@ROWCOUNT;
+        UPDATE @owed SET Walked = 1,
+            NewCursor = CASE WHEN @got = @budget THEN (SELECT MAX(x.ChildId) FROM @edges AS x WHERE x.ParentId = @p) END
+        WHERE Id = @p;
+        SET @budget -= @got;
+    END
+    IF EXISTS (SELECT 1 FROM @owed WHERE Walked = 0 OR NewCursor IS NOT NULL)
+        SET @more = 1;
+    UPDATE x SET Act = CASE
+            WHEN x.State <> 0 THEN 0
+            WHEN h.Id IS NULL THEN CASE WHEN o.Failed = 0 THEN 1 ELSE 0 END
+            WHEN o.Failed = 0 OR h.OnParentFailure = 1 THEN 1
+            WHEN h.OnParentFailure = 2 AND o.Source <> 3 THEN 0
+            ELSE 2 END
+    FROM @edges AS x
+    INNER JOIN @owed AS o ON o.Id = x.ParentId
+    LEFT JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK, READCOMMITTEDLOCK) ON h.Id = x.ChildId AND h.Status = 5;
+    UPDATE e SET State = 1
+    OUTPUT inserted.ChildId INTO @done (ChildId)
+    FROM {{s}}.WorkflowEdges AS e WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN @edges AS x ON x.ParentId = e.ParentId AND x.ChildId = e.ChildId
+    WHERE x.Act = 1 AND e.State = 0;
+    UPDATE h SET WaitingOn = h.WaitingOn - d.N, Status = CASE WHEN h.WaitingOn - d.N > 0 THEN 5 ELSE 0 END, LastUpdatedUtc = @now
+    FROM {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN (SELECT ChildId, COUNT(*) AS N FROM @done GROUP BY ChildId) AS d ON d.ChildId = h.Id
+    WHERE h.Status = 5;
+    DELETE h
+    OUTPUT ` + dlqFromDeleted + `, 12,
+        N'parent task "' + ISNULL(o.Task, N'') + N'" (job ' + CONVERT(NVARCHAR(20), o.Id) + CASE WHEN o.Source = 3
+            THEN N') left the dead-letter queue without succeeding (purged or trimmed)'
+            ELSE N') ended in the dead-letter queue: ' + ` + "{{reasonName}}" + ` END
+    INTO {{s}}.JobsDLQ (` + dlqColumns + `)
+    FROM {{s}}.JobsHot AS h WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN (SELECT ChildId, MIN(ParentId) AS ParentId FROM @edges WHERE Act = 2 GROUP BY ChildId) AS f ON f.ChildId = h.Id
+    INNER JOIN @owed AS o ON o.Id = f.ParentId
+    WHERE h.Status = 5;
+    DELETE e
+    FROM {{s}}.WorkflowEdges AS e WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN @edges AS x ON x.ParentId = e.ParentId AND x.ChildId = e.ChildId
+    INNER JOIN @owed AS o ON o.Id = x.ParentId
+    WHERE o.Source = 3;
+    UPDATE a SET ReleaseCursor = o.NewCursor
+    FROM {{s}}.JobsArchive AS a WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN @owed AS o ON o.Id = a.Id
+    WHERE o.Source = 1 AND o.Walked = 1;
+    UPDATE d SET ReleaseCursor = o.NewCursor
+    FROM {{s}}.JobsDLQ AS d WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN @owed AS o ON o.Id = d.Id
+    WHERE o.Source = 2 AND o.Walked = 1;
+    UPDATE g SET ReleaseCursor = o.NewCursor
+    FROM {{s}}.WorkflowGone AS g WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN @owed AS o ON o.Id = g.ParentId
+    WHERE o.Source = 3 AND o.Walked = 1 AND o.NewCursor IS NOT NULL;
+    DELETE g
+    FROM {{s}}.WorkflowGone AS g WITH (FORCESEEK, ROWLOCK)
+    INNER JOIN @owed AS o ON o.Id = g.ParentId
+    WHERE o.Source = 3 AND o.Walked = 1 AND o.NewCursor IS NULL;
+    DELETE w
+    FROM {{s}}.Workflows AS w WITH (ROWLOCK)
+    WHERE w.Id IN (SELECT o.WorkflowId FROM @owed AS o WHERE o.Source = 3 AND o.Walked = 1 AND o.NewCursor IS NULL)
+      AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = w.Id)
+      AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsArchive AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = w.Id)
+      AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = w.Id)
+      AND NOT EXISTS (SELECT 1 FROM {{s}}.WorkflowGone AS t WHERE t.WorkflowId = w.Id);
+END
+COMMIT TRANSACTION;
+SELECT @more, @busy;`
+
+// reasonName is the name of failure reason o.Reason, as
+// jobs.FailureReason.String spells it.
+func reasonName() string {
+	var b strings.Builder
+	b.WriteString("CASE o.Reason")
+	for r := range jobs.FailureReason(32) {
+		if r.Valid() {
+			b.WriteString(" WHEN " + strconv.Itoa(int(r)) + " THEN N'" + r.String() + "'")
+		}
+	}
+	b.WriteString(" ELSE N'FailureReason(' + CONVERT(NVARCHAR(11), o.Reason) + N')' END")
+	return b.String()
+}
+
+// qWorkflows lists workflows newest first, with their tasks counted where
+// they are, each count one seek of a table's workflow index. A workflow
+// whose every task is gone is not listed (its row goes at the next release
+// step).
+const qWorkflows = `SET NOCOUNT ON;
+SELECT TOP (@limit) w.Id, w.Name, w.CreatedAtUtc,
+    (SELECT COUNT_BIG(*) FROM {{s}}.JobsHot AS h WHERE h.WorkflowId IS NOT NULL AND h.WorkflowId = w.Id AND h.Status IN (0, 3, 4)),
+    (SELECT COUNT_BIG(*) FROM {{s}}.JobsHot AS h WHERE h.WorkflowId IS NOT NULL AND h.WorkflowId = w.Id AND h.Status = 5),
+    (SELECT COUNT_BIG(*) FROM {{s}}.JobsHot AS h WHERE h.WorkflowId IS NOT NULL AND h.WorkflowId = w.Id AND h.Status IN (1, 2)),
+    (SELECT COUNT_BIG(*) FROM {{s}}.JobsArchive AS a WHERE a.WorkflowId IS NOT NULL AND a.WorkflowId = w.Id),
+    (SELECT COUNT_BIG(*) FROM {{s}}.JobsDLQ AS d WHERE d.WorkflowId IS NOT NULL AND d.WorkflowId = w.Id)
+FROM {{s}}.Workflows AS w
+WHERE (@beforeId = 0 OR w.Id < @beforeId)
+  AND (EXISTS (SELECT 1 FROM {{s}}.JobsHot AS h WHERE h.WorkflowId IS NOT NULL AND h.WorkflowId = w.Id)
+       OR EXISTS (SELECT 1 FROM {{s}}.JobsArchive AS a WHERE a.WorkflowId IS NOT NULL AND a.WorkflowId = w.Id)
+       OR EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS d WHERE d.WorkflowId IS NOT NULL AND d.WorkflowId = w.Id))
+ORDER BY w.Id DESC;`
+
+// qGetWorkflow reads one workflow: its row, its tasks in ID order (parents
+// before children: a task's ID is above its parents'), and its edges.
+const qGetWorkflow = `SET NOCOUNT ON;
+SELECT w.Id, w.Name, w.CreatedAtUtc FROM {{s}}.Workflows AS w WHERE w.Id = @id;
+SELECT t.Id, t.WorkflowTask, t.TableKind, t.Status, t.OnParentFailure, t.WaitingOn, t.FailureReason FROM (
+    SELECT h.Id, h.WorkflowTask, CAST(1 AS TINYINT) AS TableKind, h.Status, h.OnParentFailure, h.WaitingOn, CAST(NULL AS INT) AS FailureReason
+    FROM {{s}}.JobsHot AS h WHERE h.WorkflowId IS NOT NULL AND h.WorkflowId = @id
+    UNION ALL
+    SELECT a.Id, a.WorkflowTask, CAST(2 AS TINYINT), CAST(NULL AS TINYINT), a.OnParentFailure, CAST(NULL AS INT), CAST(NULL AS INT)
+    FROM {{s}}.JobsArchive AS a WHERE a.WorkflowId IS NOT NULL AND a.WorkflowId = @id
+    UNION ALL
+    SELECT d.Id, d.WorkflowTask, CAST(3 AS TINYINT), CAST(NULL AS TINYINT), d.OnParentFailure, CAST(NULL AS INT), d.FailureReason
+    FROM {{s}}.JobsDLQ AS d WHERE d.WorkflowId IS NOT NULL AND d.WorkflowId = @id) AS t
+ORDER BY t.Id;
+SELECT e.ParentId, e.ChildId, e.State FROM {{s}}.WorkflowEdges AS e WHERE e.WorkflowId = @id ORDER BY e.ChildId, e.ParentId;`
+
 // qResetForTest empties every table between contract cases.
 const qResetForTest = `DELETE FROM {{s}}.JobsHot; DELETE FROM {{s}}.JobsArchive; DELETE FROM {{s}}.JobsDLQ; DELETE FROM {{s}}.Queues;
-DELETE FROM {{s}}.Schedules; DELETE FROM {{s}}.JobUniqueKeys; DELETE FROM {{s}}.QueueKeyLimits; DELETE FROM {{s}}.FlowWaits;`
+DELETE FROM {{s}}.Schedules; DELETE FROM {{s}}.JobUniqueKeys; DELETE FROM {{s}}.QueueKeyLimits; DELETE FROM {{s}}.FlowWaits;
+DELETE FROM {{s}}.WorkflowEdges; DELETE FROM {{s}}.WorkflowGone; DELETE FROM {{s}}.Workflows;`
 
 // queries is every statement rendered for one schema.
 type queries struct {
@@ -1805,6 +2141,8 @@ type queries struct {
 	finishedCounts                                                    string
 	trim                                                              map[jobs.Table]string
 	ageForTest, resetForTest                                          string
+	insertWorkflowTasks, addTasksBegin, releaseTasks                  string
+	workflows, getWorkflow                                            string
 	tryAppLock, appLockMode, releaseAppLock                           string
 	// The doctor's own checks (queries_doctor.go).
 	doctorServer, doctorDatabase, doctorPrivileges string
@@ -1902,14 +2240,19 @@ func render(name string) *queries {
 			jobs.TableArchive: r.Replace(qTrim("JobsArchive", "IX_JobsArchive_Queue")),
 			jobs.TableDLQ:     r.Replace(qTrim("JobsDLQ", "IX_JobsDLQ_Queue")),
 		},
-		ageForTest:     r.Replace(agoColumn.Replace(qAgeForTest)),
-		resetForTest:   r.Replace(qResetForTest),
-		tryAppLock:     qTryAppLock,
-		appLockMode:    qAppLockMode,
-		releaseAppLock: qReleaseAppLock,
-		purge:          map[jobs.Table]string{},
-		list:           map[jobs.Table]string{},
-		count:          map[jobs.Table]string{},
+		insertWorkflowTasks: r.Replace(qInsertWorkflowTasks),
+		addTasksBegin:       r.Replace(qAddTasksBegin),
+		releaseTasks:        r.Replace(strings.Replace(qReleaseTasks, "{{reasonName}}", reasonName(), 1)),
+		workflows:           r.Replace(qWorkflows),
+		getWorkflow:         r.Replace(qGetWorkflow),
+		ageForTest:          r.Replace(agoColumn.Replace(qAgeForTest)),
+		resetForTest:        r.Replace(qResetForTest),
+		tryAppLock:          qTryAppLock,
+		appLockMode:         qAppLockMode,
+		releaseAppLock:      qReleaseAppLock,
+		purge:               map[jobs.Table]string{},
+		list:                map[jobs.Table]string{},
+		count:               map[jobs.Table]string{},
 	}
 	for t, ts := range tables {
 		q.list[t] = r.Replace(ts.qList())

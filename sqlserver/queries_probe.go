@@ -16,6 +16,9 @@ package sqlserver
 // key or sequence has room again; while a key stays at its limit, that is
 // one claim per poll instead of one probe. A queue whose rate limit has
 // nothing left in its open window (ADR 0033) is no work until it closes.
+// Its second column is releaseOwed: a finished workflow task owes its
+// children a release (ADR 0034), which the store runs before its next
+// claim, so an idle processor must claim.
 const qDueProbe = `SET NOCOUNT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
@@ -28,4 +31,4 @@ SELECT CASE WHEN EXISTS (
         SELECT 1 FROM {{s}}.JobsHot AS c WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK)
         WHERE c.Queue = n.Name AND c.Status = 0 AND c.ScheduledAtUtc <= @now)
         OR EXISTS (SELECT 1 FROM {{s}}.FlowWaits AS f WITH (READPAST, ROWLOCK, READCOMMITTEDLOCK) WHERE f.Queue = n.Name))
-) THEN CAST(1 AS BIT) ELSE CAST(0 AS BIT) END;`
+) THEN CAST(1 AS BIT) ELSE CAST(0 AS BIT) END, ` + releaseOwed + `;`

@@ -37,6 +37,8 @@ func scanJobRows(rows *sql.Rows) ([]*jobs.Job, error) {
 			uniqueHash                                      []byte
 			uniqueBucket, uniqueStates                      sql.NullInt64
 			concurrencyKey, sequenceKey                     sql.NullString
+			workflowID                                      sql.NullInt64
+			workflowTask                                    sql.NullString
 		)
 		err := rows.Scan(&j.ID, &j.Queue, &j.Type, &j.Payload, &priority, &tags, &key, &createdBy, &maxAttempts, &attempts,
 			&table, &status, &j.CreatedAt, &j.ScheduledAt, &lastUpdated, &worker, &j.Lease,
@@ -46,16 +48,19 @@ func scanJobRows(rows *sql.Rows) ([]*jobs.Job, error) {
 			&metadata, &output, &progress, &progressMessage,
 			&timeoutFrom, &zombieCap, &zombieRetries,
 			&uniqueHash, &uniqueBucket, &uniqueStates,
-			&concurrencyKey, &sequenceKey)
+			&concurrencyKey, &sequenceKey,
+			&workflowID, &workflowTask)
 		if err != nil {
 			return nil, err
 		}
 		j.Priority, j.MaxAttempts, j.AttemptCount, j.SnoozeCount = int(priority), int(maxAttempts), int(attempts), int(snoozes)
 		j.CancelRequestedAt, j.CancelNote = utc(cancelAt), cancelNote.String
 		j.Table, j.Status = jobs.Table(table), jobs.Status(status.Int64)
-		if status.Int64 == statusWaitingOnKey || status.Int64 == statusWaitingOnSequence {
-			j.Status = jobs.StatusPending // parked by a claim: Pending to every reader (ADR 0031)
+		switch status.Int64 {
+		case statusWaitingOnKey, statusWaitingOnSequence, statusWaitingOnParents:
+			j.Status = jobs.StatusPending // parked (ADR 0031) or waiting for a parent (ADR 0034): Pending to every reader
 		}
+		j.WorkflowID, j.WorkflowTask = workflowID.Int64, workflowTask.String
 		j.ConcurrencyKey, j.SequenceKey = concurrencyKey.String, sequenceKey.String
 		if tags.String != "" {
 			j.Tags = strings.Split(tags.String, ",")
@@ -155,12 +160,13 @@ func retentionArg(d *time.Duration) int64 {
 	return int64(*d / time.Second)
 }
 
-// A Pending job a claim held back (ADR 0031) has one of these statuses in
-// JobsHot, outside the claim's Status = 0 range; it is Pending to every
-// reader.
+// A Pending job a claim held back (ADR 0031), or a workflow task waiting
+// for a parent (ADR 0034), has one of these statuses in JobsHot, outside
+// the claim's Status = 0 range; it is Pending to every reader.
 const (
 	statusWaitingOnKey      = 3
 	statusWaitingOnSequence = 4
+	statusWaitingOnParents  = 5
 )
 
 // busiestKeys reads qQueueStats's JSON array of the busiest keys.

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-sql/civil"
@@ -44,6 +45,10 @@ type Store struct {
 	statsCap int
 	// newClaimID makes the id a claim stamps its rows with.
 	newClaimID func() int64
+	// owed is set when a claim or the probe saw a workflow release owed
+	// (ADR 0034): the next claim runs release steps first. A pointer, so
+	// the copies on makes share it.
+	owed *atomic.Bool
 }
 
 var (
@@ -94,6 +99,7 @@ func New(db *sql.DB, opts ...Option) (*Store, error) {
 		lockTimeout: DefaultLockTimeout,
 		statsCap:    jobs.DefaultStatsCap,
 		newClaimID:  randomClaimID,
+		owed:        new(atomic.Bool),
 	}
 	s.forms = jobs.FormsOf(s)
 	for _, o := range opts {
@@ -673,6 +679,13 @@ func (s *Store) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimRe
 	if err := p.Validate(); err != nil {
 		return jobs.ClaimResult{}, err
 	}
+	if s.owed.Load() {
+		// A failed step leaves the release owed for the next claim: the
+		// claim itself goes on.
+		if err := s.releaseTasks(ctx); err != nil {
+			s.log.Warn("sqlserver: workflow release step failed; the next claim tries again", zap.Error(err))
+		}
+	}
 	var out []*jobs.Job
 	var held []jobs.QueueHold
 	seen := map[string]bool{}
@@ -736,11 +749,13 @@ func (s *Store) claimQueueHeld(ctx context.Context, q querier, worker, queue str
 		return nil, 0, err
 	}
 	var heldMs sql.NullInt64
+	var owed bool
 	if rows.NextResultSet() && rows.Next() {
-		if err := rows.Scan(&heldMs); err != nil {
+		if err := rows.Scan(&heldMs, &owed); err != nil {
 			return got, 0, err
 		}
 	}
+	s.noteOwed(owed)
 	return got, time.Duration(max(heldMs.Int64, 0)) * time.Millisecond, rows.Err()
 }
 
@@ -1409,7 +1424,7 @@ func (s *Store) QueueStats(ctx context.Context) ([]jobs.QueueStats, error) {
 			var ends sql.NullTime
 			if err := rows.Scan(&st.Queue, &st.Paused, &maxWorkers, &st.Pending, &st.Scheduled, &st.Fetched,
 				&st.Processing, &st.Archived, &st.DeadLettered, &oldest, &now,
-				&st.WaitingOnKey, &st.WaitingOnSequence, &rateCount, &used, &ends, &busiest); err != nil {
+				&st.WaitingOnKey, &st.WaitingOnSequence, &st.WaitingOnParents, &rateCount, &used, &ends, &busiest); err != nil {
 				return err
 			}
 			st.MaxWorkers = int(maxWorkers)

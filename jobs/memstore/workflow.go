@@ -119,9 +119,6 @@ func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (job
 	if err != nil {
 		return jobs.WorkflowResult{}, err
 	}
-	if err := keyless(p); err != nil {
-		return jobs.WorkflowResult{}, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -129,18 +126,6 @@ func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (job
 	wf := &workflow{id: s.nextWorkflow, name: p.Name, created: now}
 	s.workflows[wf.id] = wf
 	return jobs.WorkflowResult{ID: wf.id, Jobs: s.addTasks(wf, p.Tasks, now)}, nil
-}
-
-// keyless refuses a task with an idempotency or unique key: a key that
-// resolves to another job would insert the workflow in part.
-func keyless(p jobs.WorkflowParams) error {
-	for _, t := range p.Tasks {
-		if t.Job.IdempotencyKey != "" || t.Job.Unique != nil {
-			return &jobs.WorkflowError{Workflow: p.Name, Task: t.Name,
-				Err: &jobs.ValidationError{Field: "job", Value: t.Name, Rule: "a workflow's task has no idempotency or unique key: the workflow is inserted whole or not at all"}}
-		}
-	}
-	return nil
 }
 
 // addTasks inserts tasks (normalized: parents first) into wf and returns
@@ -211,9 +196,6 @@ func (s *Store) AddWorkflowTasks(ctx context.Context, p jobs.AddTasksParams) (ma
 		return slices.ContainsFunc(t.wf.tasks, func(o *task) bool { return o.name == name })
 	})
 	if err != nil {
-		return nil, err
-	}
-	if err := keyless(wp); err != nil {
 		return nil, err
 	}
 	if len(t.wf.tasks)+len(wp.Tasks) > jobs.MaxWorkflowTasks {
