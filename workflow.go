@@ -2,6 +2,7 @@ package chokaq
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -43,6 +44,34 @@ func (c *Client) EnqueueWorkflow(ctx context.Context, name string, tasks ...Work
 		c.cfg.Telemetry.RecordWorkflowStarted()
 	}
 	c.notify()
+	return r, nil
+}
+
+// EnqueueWorkflowTx is EnqueueWorkflow inside the caller's transaction:
+// the workflow exists if and only if tx commits (a rolled-back tx leaves no
+// task and no workflow). The store must offer jobs.WorkflowTxEnqueuer, as
+// the SQL Server store does; else the error wraps ErrTxUnsupported. As
+// EnqueueTx's jobs, its tasks and the started metric are counted at
+// insert, since the Client never sees the commit; local workers are not
+// woken (the tasks are not visible until then), and find them at their
+// next poll.
+func (c *Client) EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, name string, tasks ...WorkflowTask) (jobs.WorkflowResult, error) {
+	we, ok := c.store.(jobs.WorkflowTxEnqueuer)
+	if !ok {
+		return jobs.WorkflowResult{}, fmt.Errorf("chokaq: workflow %q: %w (this store is a %T)", name, ErrTxUnsupported, c.store)
+	}
+	ts, err := c.workflowTasks(ctx, name, tasks)
+	if err != nil {
+		return jobs.WorkflowResult{}, err
+	}
+	r, err := we.EnqueueWorkflowTx(ctx, tx, jobs.WorkflowParams{Name: name, Tasks: ts})
+	if err != nil {
+		return r, err
+	}
+	c.countTasks(ts, r.Jobs)
+	if c.cfg.Telemetry != nil {
+		c.cfg.Telemetry.RecordWorkflowStarted()
+	}
 	return r, nil
 }
 

@@ -47,6 +47,8 @@ func TestQueryBinding(t *testing.T) {
 		s.q.tryAppLock:      {int64(0)},    // the lock is granted, so TryLead keeps the connection
 		s.q.appLockMode:     {"Exclusive"}, // ... and the next TryLead checks it
 		s.q.fireSchedule:    {int64(1)},    // the tick is taken, so the fire enqueues its job
+		// The job adding tasks holds its lease, in a workflow of its own.
+		s.q.addTasksBegin: {true, int64(7), "import", "nightly"},
 		// The doctor goes on to its probes and its transaction.
 		s.q.serverLevel:        {int64(160), int64(16), int64(3)},
 		s.q.caseSensitiveNames: {int64(0), nil},
@@ -130,7 +132,9 @@ func checkCalls(t *testing.T, s *Store, rec *recorder, tableTypes map[string][]t
 // must exercise: jobs.Store and each optional interface of package jobs the
 // store implements (TestBindingPortsAreEveryInterfaceTheStoreImplements).
 var bindingPorts = []reflect.Type{reflect.TypeFor[jobs.Store](), reflect.TypeFor[jobs.BatchWorker](), reflect.TypeFor[jobs.TxEnqueuer](), reflect.TypeFor[jobs.FinishedCounter](),
-	reflect.TypeFor[jobs.Prober](), reflect.TypeFor[jobs.Reporter](), reflect.TypeFor[jobs.RateClaimer]()}
+	reflect.TypeFor[jobs.Prober](), reflect.TypeFor[jobs.Reporter](), reflect.TypeFor[jobs.RateClaimer](),
+	reflect.TypeFor[jobs.WorkflowEnqueuer](), reflect.TypeFor[jobs.WorkflowTxEnqueuer](), reflect.TypeFor[jobs.WorkflowExtender](),
+	reflect.TypeFor[jobs.WorkflowAdmin]()}
 
 // exerciseStore calls every method with plausible arguments and returns the
 // names of the methods called. Errors are expected (the fake answers with
@@ -205,6 +209,34 @@ func exerciseStore(t *testing.T, s *Store, rec *recorder) (map[string]bool, []st
 		}},
 		{"ClaimHeld", func() error {
 			_, err := s.ClaimHeld(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail"}, Limit: 10})
+			return err
+		}},
+		{"ClaimHeld", func() error {
+			s.owed.Store(true) // a release is owed: the claim runs a release step first
+			_, err := s.ClaimHeld(ctx, jobs.ClaimParams{WorkerID: "w1", Queues: []string{"mail"}, Limit: 10})
+			return err
+		}},
+		{"EnqueueWorkflow", func() error {
+			_, err := s.EnqueueWorkflow(ctx, workflowOf(plain))
+			return err
+		}},
+		{"EnqueueWorkflowTx", func() error {
+			tx, err := s.DB().BeginTx(ctx, nil)
+			if err != nil {
+				return err
+			}
+			defer tx.Rollback()
+			_, err = s.EnqueueWorkflowTx(ctx, tx, workflowOf(plain))
+			return err
+		}},
+		{"AddWorkflowTasks", func() error {
+			_, err := s.AddWorkflowTasks(ctx, jobs.AddTasksParams{Ref: ref, Tasks: workflowOf(plain).Tasks})
+			return err
+		}},
+		{"Workflows", func() error { _, err := s.Workflows(ctx, 0, 10); return err }},
+		{"GetWorkflow", func() error { _, err := s.GetWorkflow(ctx, 7); return err }},
+		{"CancelWorkflow", func() error {
+			_, err := s.CancelWorkflow(ctx, jobs.CancelWorkflowParams{ID: 7, By: "ops", Reason: "wrong input"})
 			return err
 		}},
 		{"Claim", func() error {
@@ -1118,4 +1150,14 @@ func (r *oneRow) Next(dest []driver.Value) error {
 	r.done = true
 	copy(dest, r.row)
 	return nil
+}
+
+// workflowOf is a workflow of three tasks of job p: a diamond's fan-out
+// and fan-in, every policy.
+func workflowOf(p jobs.EnqueueParams) jobs.WorkflowParams {
+	return jobs.WorkflowParams{Name: "nightly", Tasks: []jobs.WorkflowTask{
+		{Name: "load", Job: p},
+		{Name: "left", Job: p, After: []string{"load"}, OnParentFailure: jobs.DependencyWait},
+		{Name: "report", Job: p, After: []string{"load", "left"}, OnParentFailure: jobs.DependencyRunAnyway},
+	}}
 }

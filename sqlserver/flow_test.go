@@ -122,8 +122,8 @@ func TestRateLimitedClaimKeepsItsWindowUnderTheQueueRowLock(t *testing.T) {
 	if !strings.Contains(claim, "IF @max IS NOT NULL OR @rated = 1") {
 		t.Error("a rate-limited queue's claim does not take its Queues row's update lock")
 	}
-	if !strings.HasSuffix(strings.TrimSpace(claim), "SELECT @heldMs;") {
-		t.Error("the claim's second result is not the hold")
+	if !strings.HasSuffix(strings.TrimSpace(claim), "SELECT @heldMs, "+strings.ReplaceAll(releaseOwed, "{{s}}", "[my_schema]")+";") {
+		t.Error("the claim's second result is not the hold, then whether a workflow release is owed")
 	}
 	if !strings.Contains(q.dueProbe, "q.RateUsed >= q.RateCount AND DATEADD(MILLISECOND, q.RateWindowMs, q.RateWindowStartUtc) > @now") {
 		t.Error("the probe does not leave out a queue whose open window is full")

@@ -30,6 +30,8 @@ var lockOrderRow = map[string]string{
 	"doctorTranState": "doctor's reads", "doctorLocks": "doctor's reads",
 	"probeType": "doctor's probes", "probeSequence": "doctor's probes", "probes": "doctor's probes",
 	"tryAppLock": "leader", "appLockMode": "leader", "releaseAppLock": "leader",
+	"insertWorkflowTasks": "insert workflow tasks", "addTasksBegin": "add workflow tasks", "releaseTasks": "release step",
+	"workflows": "workflows", "getWorkflow": "get workflow",
 }
 
 // testOnly are the statements only tests run; they need no row.

@@ -679,13 +679,40 @@ func (s *Store) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimRe
 	if err := p.Validate(); err != nil {
 		return jobs.ClaimResult{}, err
 	}
-	if s.owed.Load() {
-		// A failed step leaves the release owed for the next claim: the
-		// claim itself goes on.
-		if err := s.releaseTasks(ctx); err != nil {
-			s.log.Warn("sqlserver: workflow release step failed; the next claim tries again", zap.Error(err))
+	released := s.owed.Load()
+	if released {
+		s.release(ctx)
+	}
+	r, err := s.claimQueues(ctx, p)
+	if err != nil || released || len(r.Jobs) >= p.Limit || !s.owed.Load() {
+		return r, err
+	}
+	// The claim's replies say a release is owed, which this process did
+	// not know (another process finished the parent, or this one was
+	// restarted since): pay it and claim again at once, so the children a
+	// parent's move released wait for no later claim.
+	s.release(ctx)
+	p.Limit -= len(r.Jobs)
+	more, err := s.claimQueues(ctx, p)
+	r.Jobs = append(r.Jobs, more.Jobs...)
+	for _, h := range more.Held {
+		if !slices.ContainsFunc(r.Held, func(o jobs.QueueHold) bool { return o.Queue == h.Queue }) {
+			r.Held = append(r.Held, h)
 		}
 	}
+	return r, err
+}
+
+// release runs the release steps a claim owes (releaseTasks); a failed
+// step leaves the release owed for the next claim, and the claim goes on.
+func (s *Store) release(ctx context.Context) {
+	if err := s.releaseTasks(ctx); err != nil {
+		s.log.Warn("sqlserver: workflow release step failed; the next claim tries again", zap.Error(err))
+	}
+}
+
+// claimQueues claims from p's queues in order, each its own statement.
+func (s *Store) claimQueues(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimResult, error) {
 	var out []*jobs.Job
 	var held []jobs.QueueHold
 	seen := map[string]bool{}

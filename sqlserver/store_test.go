@@ -71,6 +71,18 @@ func harnessOn(s *Store) storetest.Factory {
 			if err != nil {
 				tb.Errorf("advance %v: %v", d, err)
 			}
+		}, Settle: func(tb testing.TB) {
+			for range 100 {
+				s.owed.Store(true)
+				if err := s.releaseTasks(context.Background()); err != nil {
+					tb.Errorf("release steps: %v", err)
+					return
+				}
+				if !s.owed.Load() {
+					return
+				}
+			}
+			tb.Errorf("release steps: still owed after 100 rounds")
 		}}
 	}
 }
@@ -329,6 +341,8 @@ func renderedStatements() map[string]string {
 		"release":    q.release, "rescueFetched": q.rescueFetched, "rescueZombies": q.rescueZombies,
 		"rescueExpired": q.rescueExpired, "resurrect": q.resurrect, "getJob": q.getJob, "queues": q.queues,
 		"updateQueue": q.updateQueue, "queueStats": q.queueStats, "ageForTest": q.ageForTest, "queueDepths": q.queueDepths,
+		"insertWorkflowTasks": q.insertWorkflowTasks, "addTasksBegin": q.addTasksBegin, "releaseTasks": q.releaseTasks,
+		"workflows": q.workflows, "getWorkflow": q.getWorkflow,
 	}
 	for tb, m := range map[string]map[jobs.Table]string{"list": q.list, "count": q.count, "purge": q.purge, "trim": q.trim} {
 		for table, stmt := range m {

@@ -46,7 +46,7 @@ const (
 type workflowTaskRow struct {
 	Ord             int32
 	WorkflowTask    string
-	OnParentFailure int16
+	OnParentFailure int32
 	WaitingOn       int32
 }
 
@@ -135,7 +135,7 @@ func (s *Store) insertWorkflow(ctx context.Context, q querier, wf int64, name st
 			t := tasks[i]
 			local := int32(i - lo)
 			items = append(items, toInsertRow(local, t.Job))
-			rows = append(rows, workflowTaskRow{Ord: local, WorkflowTask: t.Name, OnParentFailure: int16(t.OnParentFailure), WaitingOn: int32(len(t.After))})
+			rows = append(rows, workflowTaskRow{Ord: local, WorkflowTask: t.Name, OnParentFailure: int32(t.OnParentFailure), WaitingOn: int32(len(t.After))})
 			ps = append(ps, t.Job)
 		}
 		side, err := s.sideLists(ps)

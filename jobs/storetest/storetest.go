@@ -21,6 +21,12 @@ type Harness struct {
 	// move every stored instant back by d, which no rule can tell apart.
 	// It may be called from any goroutine and reports failure with t.Errorf.
 	Advance func(t testing.TB, d time.Duration)
+	// Settle, when set, pays what the store's moves leave owed to later
+	// steps (the SQL Server store's workflow release steps, ADR 0034,
+	// which its next claim runs anyway). A case calls it before it reads
+	// the effect of a move on another job without claiming; nil is a
+	// store whose moves settle everything themselves (the memory store).
+	Settle func(t testing.TB)
 }
 
 // Factory returns a fresh, empty store for one case.

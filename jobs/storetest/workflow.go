@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,8 +103,17 @@ func wantClaimable(t *testing.T, h *Harness, want ...string) map[string]*jobs.Jo
 
 func wantDependencyFailed(t *testing.T, h *Harness, id int64) {
 	t.Helper()
+	settle(t, h)
 	if j := get(t, h, id); j.Table != jobs.TableDLQ || j.FailureReason != jobs.ReasonDependencyFailed {
 		t.Fatalf("job %d (%s) is %v %v, want dead-lettered as DependencyFailed", id, j.WorkflowTask, j.Table, j.FailureReason)
+	}
+}
+
+// settle runs h.Settle, if any.
+func settle(t *testing.T, h *Harness) {
+	t.Helper()
+	if h.Settle != nil {
+		h.Settle(t)
 	}
 }
 
@@ -303,6 +313,43 @@ var workflowCases = []testCase{
 			if c.Outcome != jobs.CancelDone {
 				t.Fatalf("job %d: %v, want cancelled", c.ID, c.Outcome)
 			}
+		}
+	}},
+	// Inside a caller's transaction (a store on database/sql that offers
+	// it), a workflow exists if and only if the transaction commits.
+	{"InsideARolledBackTransactionNothingExists", func(t *testing.T, h *Harness) {
+		txs, ok := h.Store.(jobs.WorkflowTxEnqueuer)
+		db, hasDB := h.Store.(interface{ DB() *sql.DB })
+		if !ok || !hasDB {
+			t.Skipf("%T has no jobs.WorkflowTxEnqueuer on a *sql.DB", h.Store)
+		}
+		for _, commit := range []bool{false, true} {
+			tx, err := db.DB().BeginTx(ctxOf(t), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := txs.EnqueueWorkflowTx(ctxOf(t), tx, jobs.WorkflowParams{Name: t.Name(), Tasks: []jobs.WorkflowTask{task("a"), task("b", "a")}})
+			if err != nil {
+				tx.Rollback()
+				t.Fatalf("EnqueueWorkflowTx: %v", err)
+			}
+			if !commit {
+				if err := tx.Rollback(); err != nil {
+					t.Fatal(err)
+				}
+				if n, err := h.Store.CountJobs(ctxOf(t), jobs.TableHot, jobs.Filter{}); err != nil || n != 0 {
+					t.Fatalf("%d tasks after the rollback (%v)", n, err)
+				}
+				if _, err := workflowAdmin(t, h).GetWorkflow(ctxOf(t), r.ID); !errors.Is(err, jobs.ErrWorkflowNotFound) {
+					t.Fatalf("the workflow after the rollback: %v, want ErrWorkflowNotFound", err)
+				}
+				continue
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			succeed(t, h, wantClaimable(t, h, "a")["a"])
+			wantClaimable(t, h, "b")
 		}
 	}},
 	{"RefusedWorkflowWritesNothing", func(t *testing.T, h *Harness) {

@@ -10,7 +10,7 @@ UPDATE {{.Schema}}.JobsHot SET Status = 0 WHERE Status = 5;
 EXEC(N'REVOKE UPDATE ON OBJECT::{{.Schema}}.WorkflowIds FROM [{{.Name}}_app]');
 EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.WorkflowGone FROM [{{.Name}}_app]');
 EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.WorkflowEdges FROM [{{.Name}}_app]');
-EXEC(N'REVOKE INSERT, DELETE ON OBJECT::{{.Schema}}.Workflows FROM [{{.Name}}_app]');
+EXEC(N'REVOKE INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.Workflows FROM [{{.Name}}_app]');
 DROP TYPE IF EXISTS {{.Schema}}.WorkflowEdgeList;
 DROP TYPE IF EXISTS {{.Schema}}.WorkflowTaskList;
 DROP INDEX IF EXISTS IX_JobsDLQ_Release ON {{.Schema}}.JobsDLQ;

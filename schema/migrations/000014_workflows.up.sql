@@ -95,7 +95,7 @@ EXEC(N'CREATE NONCLUSTERED INDEX IX_JobsDLQ_Release ON {{.Schema}}.JobsDLQ (Id)
 EXEC(N'CREATE TYPE {{.Schema}}.WorkflowTaskList AS TABLE (
     Ord             INT           NOT NULL PRIMARY KEY,
     WorkflowTask    NVARCHAR(200) NOT NULL,
-    OnParentFailure TINYINT       NOT NULL,
+    OnParentFailure INT           NOT NULL,
     WaitingOn       INT           NOT NULL)');
 -- An edge's child is a task of the same enqueue (its Ord among them); its
 -- parent is one too (ParentOrd) or a task that exists (ParentId).
@@ -104,7 +104,7 @@ EXEC(N'CREATE TYPE {{.Schema}}.WorkflowEdgeList AS TABLE (
     ParentId  BIGINT NULL,
     ChildOrd  INT    NOT NULL)');
 
-EXEC(N'GRANT INSERT, DELETE ON OBJECT::{{.Schema}}.Workflows TO [{{.Name}}_app]');
+EXEC(N'GRANT INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.Workflows TO [{{.Name}}_app]');
 EXEC(N'GRANT INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.WorkflowEdges TO [{{.Name}}_app]');
 EXEC(N'GRANT INSERT, UPDATE, DELETE ON OBJECT::{{.Schema}}.WorkflowGone TO [{{.Name}}_app]');
 EXEC(N'GRANT UPDATE ON OBJECT::{{.Schema}}.WorkflowIds TO [{{.Name}}_app]');

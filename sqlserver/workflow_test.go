@@ -1,0 +1,233 @@
+package sqlserver
+
+import (
+	"database/sql/driver"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chokaq/chokaq-go/jobs"
+)
+
+// The server-free checks of the workflow statements (ADR 0034): what the
+// release's durability, its bound and its lock order depend on.
+
+// Every move out of JobsHot writes the ReleaseCursor of a workflow task's
+// new row in its own statement, so no crash comes between a parent's
+// finish and what it owes its children.
+func TestEveryMoveOwesItsWorkflowRelease(t *testing.T) {
+	into := regexp.MustCompile(`INTO \[my_schema\]\.(JobsArchive|JobsDLQ) \(([^)]*)\)`)
+	moves := 0
+	for name, stmt := range renderedStatements() {
+		for _, m := range into.FindAllStringSubmatch(stmt, -1) {
+			moves++
+			if !strings.Contains(m[2], "ReleaseCursor") || !strings.Contains(m[2], "WorkflowId") {
+				t.Errorf("%s: a move into %s that does not write the task's WorkflowId and ReleaseCursor", name, m[1])
+			}
+		}
+	}
+	if moves < 10 {
+		t.Fatalf("found %d moves into the archive and the DLQ; has their form changed?", moves)
+	}
+	if !strings.Contains(workflowFromDeleted, "CASE WHEN deleted.WorkflowId IS NOT NULL THEN CAST(0 AS BIGINT) END") {
+		t.Errorf("a task's move must open its release at cursor 0: %s", workflowFromDeleted)
+	}
+}
+
+// A purge or trim of a task writes its WorkflowGone row in its own
+// transaction, so a child waiting on a purged parent is settled, and the
+// workflow's rows go with its last task.
+func TestPurgeAndTrimLeaveWorkflowGoneRows(t *testing.T) {
+	all := renderedStatements()
+	for _, name := range []string{"purge.archive", "purge.dlq", "trim.archive", "trim.dlq"} {
+		stmt := all[name]
+		gone, commit := strings.Index(stmt, "INSERT INTO [my_schema].WorkflowGone"), strings.LastIndex(stmt, "COMMIT TRANSACTION")
+		if gone < 0 || gone > commit {
+			t.Errorf("%s: must write the WorkflowGone rows of the tasks it deleted before COMMIT", name)
+		}
+		failed := "0, 0 FROM @gone"
+		if strings.HasSuffix(name, "dlq") {
+			failed = "1, 0 FROM @gone"
+		}
+		if !strings.Contains(stmt, failed) {
+			t.Errorf("%s: a gone task's Failed must be %q", name, failed[:1])
+		}
+	}
+}
+
+// One release step locks a bounded number of rows, below lock
+// escalation, whatever the fan-out: TOP on every pick and a budget of
+// edges; it reads past owed rows a move or purge holds, but never past a
+// waiting child, which it must not skip; and it takes the workflow lock
+// first, without waiting.
+func TestReleaseStepIsBoundedAndSkipsNoChild(t *testing.T) {
+	q := render("my_schema")
+	step := q.releaseTasks
+	if n := strings.Count(step, "SELECT TOP (@maxParents)"); n != 3 {
+		t.Errorf("release step: %d picks of owed tasks bounded by @maxParents, want 3 (archive, DLQ, gone)", n)
+	}
+	if n := strings.Count(step, "WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)"); n != 3 {
+		t.Errorf("release step: %d owed picks read past held rows, want 3", n)
+	}
+	if !strings.Contains(step, "SELECT TOP (@budget) e.ParentId") || !strings.Contains(step, "WHILE @budget > 0") {
+		t.Error("release step: the edges it walks must be bounded by one budget for the whole step")
+	}
+	child := "LEFT JOIN [my_schema].JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK, READCOMMITTEDLOCK) ON h.Id = x.ChildId AND h.Status = 5"
+	if !strings.Contains(step, child) {
+		t.Errorf("release step: the waiting children must be update-locked by seek, never read past: want %q", child)
+	}
+	if strings.Contains(step, "WorkflowEdges AS e WITH (UPDLOCK, READPAST") {
+		t.Error("release step: an edge must never be read past")
+	}
+	lock, firstRow := strings.Index(step, "@LockTimeout = 0"), strings.Index(step, "FROM [my_schema].JobsArchive")
+	if lock < 0 || firstRow < lock {
+		t.Error("release step: the workflow lock, without waiting, before any row")
+	}
+	// Parents of three sources, two locks each (the index key and the
+	// row), the edges and the children they lead to, each one lock, and
+	// the index keys the writes touch: well below 5,000.
+	if n := 3*releaseMaxParents*2 + releaseMaxEdges*3; n >= 5000 {
+		t.Errorf("release step: up to %d locks, at or past lock escalation's 5,000", n)
+	}
+}
+
+// The statements that change the edges of tasks that exist take the
+// workflow lock before any row, as the release step does, so none of
+// them runs while a step walks the edges (ADR 0016).
+func TestFanOutAndResurrectTakeTheWorkflowLockFirst(t *testing.T) {
+	q := render("my_schema")
+	for name, stmt := range map[string]string{"addTasksBegin": q.addTasksBegin, "resurrect": q.resurrect} {
+		lock := strings.Index(stmt, "N'chokaq:MY_SCHEMA:workflows'")
+		if lock < 0 {
+			t.Errorf("%s: takes no workflow lock", name)
+			continue
+		}
+		for _, row := range []string{"WITH (UPDLOCK, ROWLOCK)", "DELETE d"} {
+			if i := strings.Index(stmt, row); i >= 0 && i < lock {
+				t.Errorf("%s: locks a row (%s) before the workflow lock", name, row)
+			}
+		}
+	}
+	if !strings.Contains(q.addTasksBegin, "WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2") {
+		t.Error("addTasksBegin: the fan-out is fenced by the adding job's lease: Id, RunLease and Status 2")
+	}
+	if strings.Contains(q.insertWorkflowTasks, "READPAST") || strings.Contains(q.insertWorkflowTasks, "BEGIN TRANSACTION") {
+		t.Error("insertWorkflowTasks runs in its caller's transaction (maybe SNAPSHOT): no READPAST and no transaction of its own")
+	}
+}
+
+// A workflow goes in parts of at most insertBatch tasks and
+// workflowEdgeBatch edges, in one transaction: the first part takes the
+// ID range of every task, the later ones use it; a task waits on as many
+// parents as it names, and an edge names its parent by its place among the
+// tasks.
+func TestEnqueueWorkflowInsertsInBoundedParts(t *testing.T) {
+	s, rec := recordingStore(t)
+	rec.rows = map[string][]driver.Value{s.q.insertWorkflowTasks: {int64(9), int64(1000)}}
+	const n = 1200
+	p := jobs.WorkflowParams{Name: "fan", Tasks: []jobs.WorkflowTask{{Name: "root", Job: jobs.EnqueueParams{Type: "t"}}}}
+	var all []string
+	for i := 1; i < n-1; i++ {
+		name := fmt.Sprint("leaf-", i)
+		all = append(all, name)
+		p.Tasks = append(p.Tasks, jobs.WorkflowTask{Name: name, Job: jobs.EnqueueParams{Type: "t"}, After: []string{"root"}})
+	}
+	p.Tasks = append(p.Tasks, jobs.WorkflowTask{Name: "report", Job: jobs.EnqueueParams{Type: "t"}, After: all, OnParentFailure: jobs.DependencyRunAnyway})
+	r, err := s.EnqueueWorkflow(t.Context(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ID != 9 || r.Jobs["root"] != 1000 || r.Jobs["report"] != 1000+n-1 {
+		t.Errorf("result: workflow %d, root %d, report %d", r.ID, r.Jobs["root"], r.Jobs["report"])
+	}
+	var parts, tasks, edges int
+	for _, c := range rec.calls {
+		if c.query != s.q.insertWorkflowTasks {
+			continue
+		}
+		a := argsOf(c)
+		items, rows, es := a.tvp("items").([]insertRow), a.tvp("tasks").([]workflowTaskRow), a.tvp("edges").([]workflowEdgeRow)
+		if len(items) > s.insertBatch || len(es) > workflowEdgeBatch || len(items) != len(rows) {
+			t.Errorf("part %d: %d items, %d task rows, %d edges", parts, len(items), len(rows), len(es))
+		}
+		if first := a.i64("firstId"); (parts == 0) != (first == 0) || parts > 0 && (first != 1000 || a.i64("workflowId") != 9) {
+			t.Errorf("part %d: firstId %d, workflowId %d", parts, first, a.i64("workflowId"))
+		}
+		if a.i64("base") != int64(tasks) || a.i64("total") != n {
+			t.Errorf("part %d: base %d total %d, want %d %d", parts, a.i64("base"), a.i64("total"), tasks, n)
+		}
+		for _, row := range rows {
+			want := 1
+			switch name := row.WorkflowTask; name {
+			case "root":
+				want = 0
+			case "report":
+				want = n - 2
+				if row.OnParentFailure != int32(jobs.DependencyRunAnyway) {
+					t.Errorf("report: policy %d", row.OnParentFailure)
+				}
+			}
+			if int(row.WaitingOn) != want {
+				t.Errorf("task %s waits on %d, want %d", row.WorkflowTask, row.WaitingOn, want)
+			}
+		}
+		for _, e := range es {
+			if e.ParentOrd == nil || e.ParentID != nil || *e.ParentOrd >= e.ChildOrd {
+				t.Errorf("edge %v: a new parent, by its place, before its child", e)
+			}
+		}
+		parts, tasks, edges = parts+1, tasks+len(items), edges+len(es)
+	}
+	if tasks != n || edges != 2*(n-2) || parts != 3 {
+		t.Errorf("%d parts, %d tasks, %d edges; want 3, %d, %d", parts, tasks, edges, n, 2*(n-2))
+	}
+}
+
+// A release owed, as the probe reports it, is work, and the next claim runs
+// release steps first: while a step says more is owed, up to
+// releaseStepsPerClaim; once one says nothing is, the claims after it run
+// none.
+func TestAReleaseOwedRunsBeforeTheNextClaim(t *testing.T) {
+	s, rec := recordingStore(t)
+	rec.rows = map[string][]driver.Value{s.q.dueProbe: {false, true}, s.q.releaseTasks: {true, false}}
+	ctx := t.Context()
+	due, err := s.Probe(ctx, []string{"mail"})
+	if err != nil || !due {
+		t.Fatalf("probe with a release owed: %v %v, want work", due, err)
+	}
+	steps := func() int {
+		n := 0
+		for _, c := range rec.calls {
+			if c.query == s.q.releaseTasks {
+				n++
+			}
+		}
+		rec.calls = nil
+		return n
+	}
+	claim := func() {
+		if _, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"mail"}, Limit: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim()
+	if n := steps(); n != releaseStepsPerClaim {
+		t.Errorf("a claim with more owed ran %d release steps, want %d", n, releaseStepsPerClaim)
+	}
+	rec.rows[s.q.releaseTasks] = []driver.Value{false, false}
+	claim()
+	if n := steps(); n != 1 {
+		t.Errorf("a claim ran %d release steps, want 1 (it says nothing more is owed)", n)
+	}
+	claim()
+	if n := steps(); n != 0 {
+		t.Errorf("a claim after the release was paid ran %d release steps, want 0", n)
+	}
+	rec.rows[s.q.releaseTasks] = []driver.Value{false, true} // another process holds the lock
+	s.owed.Store(true)
+	claim()
+	if n := steps(); n != 1 || !s.owed.Load() {
+		t.Errorf("a busy step: %d steps, owed %v; want 1 and still owed", n, s.owed.Load())
+	}
+}
