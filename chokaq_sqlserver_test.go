@@ -196,3 +196,69 @@ func BenchmarkSQLServerPickupAcrossProcesses(b *testing.B) {
 		})
 	}
 }
+
+type wfStep struct{ Name string }
+
+func (wfStep) Kind() string { return "wf.step" }
+
+// TestSQLServerClientWorkflow: through the facade and a real processor, a
+// workflow enqueued in a caller's transaction that rolls back never runs;
+// one committed runs its tasks in dependency order, a fan-out before its
+// fan-in, each once (ADR 0034: the release steps run before claims).
+func TestSQLServerClientWorkflow(t *testing.T) {
+	dsn, name := sqlservertest.NewSchema(t)
+	ran := make(chan string, 16)
+	reg := processor.NewRegistry()
+	chokaq.MustHandle(reg, func(_ context.Context, _ *chokaq.Job, a wfStep) error { ran <- a.Name; return nil })
+	c := sqlClient(t, dsn, name, reg, nil)
+	db, err := sql.Open("sqlserver", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := t.Context()
+	tasks := []chokaq.WorkflowTask{{Name: "import", Args: wfStep{"import"}}}
+	for _, n := range []string{"t1", "t2", "t3"} {
+		tasks = append(tasks, chokaq.WorkflowTask{Name: n, Args: wfStep{n}, After: []string{"import"}})
+	}
+	tasks = append(tasks, chokaq.WorkflowTask{Name: "report", Args: wfStep{"report"}, After: []string{"t1", "t2", "t3"}})
+	for _, commit := range []bool{false, true} {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.EnqueueWorkflowTx(ctx, tx, "nightly", tasks...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !commit {
+			if err := tx.Rollback(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.GetWorkflow(ctx, r.ID); !errors.Is(err, jobs.ErrWorkflowNotFound) {
+				t.Fatalf("the rolled-back workflow: %v, want ErrWorkflowNotFound", err)
+			}
+			continue
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var order []string
+	for len(order) < 5 {
+		select {
+		case n := <-ran:
+			order = append(order, n)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("ran %v, then nothing for 30 s", order)
+		}
+	}
+	if order[0] != "import" || order[4] != "report" {
+		t.Fatalf("ran %v: import first, report last", order)
+	}
+	select {
+	case n := <-ran:
+		t.Fatalf("%s ran again, or a rolled-back task ran", n)
+	case <-time.After(500 * time.Millisecond):
+	}
+}

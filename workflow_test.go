@@ -99,6 +99,10 @@ func TestEnqueueWorkflowRefusals(t *testing.T) {
 	if _, err := bare.EnqueueWorkflow(ctx, "w", chokaq.WorkflowTask{Name: "a", Args: StepArgs{"a"}}); !errors.Is(err, jobs.ErrWorkflowsUnsupported) {
 		t.Fatalf("a store without workflows: %v", err)
 	}
+	// The memory store keeps workflows but has no transaction to join.
+	if _, err := c.EnqueueWorkflowTx(ctx, nil, "w", chokaq.WorkflowTask{Name: "a", Args: StepArgs{"a"}}); !errors.Is(err, chokaq.ErrTxUnsupported) {
+		t.Fatalf("EnqueueWorkflowTx on the memory store: %v, want ErrTxUnsupported", err)
+	}
 }
 
 // storeWithoutWorkflows hides the memory store's optional capabilities.

@@ -34,7 +34,7 @@ func runWorkflowDemo(ctx context.Context, store jobs.Store, pcfg processor.Confi
 	we, ok := store.(jobs.WorkflowEnqueuer)
 	wa, ok2 := store.(jobs.WorkflowAdmin)
 	if !ok || !ok2 {
-		return demoWorkflow{Skipped: "this store does not run workflows yet (ADR 0034)"}, nil
+		return demoWorkflow{Skipped: "this store does not run workflows (ADR 0034)"}, nil
 	}
 	var mu sync.Mutex
 	var sum demoWorkflow

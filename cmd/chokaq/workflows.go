@@ -25,7 +25,7 @@ func (a *app) workflowsCommand() *cobra.Command {
 // errNoWorkflows: the configured store keeps no workflows. A usage error
 // (exit 2), as errNeedsSQLServer is: the store chosen is the operator's
 // configuration, and no retry can help.
-var errNoWorkflows = fmt.Errorf("%w: the SQL Server store does not keep workflows yet; they run on the in-memory store only", jobs.ErrWorkflowsUnsupported)
+var errNoWorkflows = fmt.Errorf("%w: the configured store keeps no workflows (the SQL Server store at schema version 14 and the in-memory store do)", jobs.ErrWorkflowsUnsupported)
 
 // openWorkflows opens the configured store in its workflow operator role.
 func (a *app) openWorkflows(ctx context.Context) (jobs.WorkflowAdmin, error) {

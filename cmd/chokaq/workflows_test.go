@@ -177,14 +177,14 @@ func TestWorkflowsCommandsRefuseAMissingWorkflowOrABadArgument(t *testing.T) {
 	}
 }
 
-// A store that keeps no workflows (the SQL Server store, for now) makes
+// A store that keeps no workflows (a store of one's own) makes
 // every workflows command say so and exit 2, as a command that needs a
 // store the configuration does not give.
 func TestWorkflowsCommandsOnAStoreWithoutWorkflowsSaySoAndExit2(t *testing.T) {
 	bare := struct{ jobs.Store }{memstore.New()} // the memory store, its workflows hidden
 	for _, args := range [][]string{{"workflows", "list"}, {"workflows", "show", "1"}, {"workflows", "cancel", "1"}, {"workflows", "list", "-o", "json"}} {
 		r := runIn(t, bare, "", args...)
-		wantExit(t, r, exitUsage, "this store does not run workflows", "SQL Server store does not keep workflows yet")
+		wantExit(t, r, exitUsage, "this store does not run workflows", "the configured store keeps no workflows")
 		if r.stdout != "" {
 			t.Errorf("%v printed on stdout: %s", args, r.stdout)
 		}

@@ -42,7 +42,7 @@ type workflow struct {
 // the task, so a workflow's end is reported once per end and never early:
 // ended must be cheap and must not call the store. A workflow with a task
 // resurrected runs again, and ends again. The SQL Server store has no such
-// hook (ADR 0034: it does not run workflows yet).
+// hook (ADR 0034: a workflow ends there in a release step of any process).
 func WithWorkflowEnded(ended func(jobs.Workflow)) Option {
 	return func(s *Store) { s.workflowEnded = ended }
 }
