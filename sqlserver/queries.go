@@ -1955,8 +1955,9 @@ ORDER BY t.Id;`
 // a workflow whose last task is gone goes with it. A parent whose edges
 // are all walked has its cursor set to NULL (its WorkflowGone row
 // deleted); one cut by the budget keeps the last child walked. The result:
-// whether more is owed (the store runs another step), and whether the
-// lock was busy.
+// whether more is owed (an owed row it did not walk or finish, or a child
+// it dead-lettered, which owes its own children: the store runs another
+// step), and whether the lock was busy.
 var qReleaseTasks = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
@@ -1978,15 +1979,21 @@ BEGIN
     FROM {{s}}.JobsArchive AS a WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     WHERE a.ReleaseCursor IS NOT NULL
     ORDER BY a.Id;
+    IF @@ROWCOUNT = @maxParents
+        SET @more = 1;
     INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
     SELECT TOP (@maxParents) d.Id, 2, d.WorkflowId, 1, d.WorkflowTask, d.FailureReason, d.ReleaseCursor, 0
     FROM {{s}}.JobsDLQ AS d WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     WHERE d.ReleaseCursor IS NOT NULL
     ORDER BY d.Id;
+    IF @@ROWCOUNT = @maxParents
+        SET @more = 1;
     INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
     SELECT TOP (@maxParents) g.ParentId, 3, g.WorkflowId, g.Failed, g.WorkflowTask, NULL, g.ReleaseCursor, 0
     FROM {{s}}.WorkflowGone AS g WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     ORDER BY g.ParentId;
+    IF @@ROWCOUNT = @maxParents
+        SET @more = 1;
     WHILE @budget > 0
     BEGIN
         SET @p = NULL;
@@ -2035,6 +2042,8 @@ BEGIN
     INNER JOIN (SELECT ChildId, MIN(ParentId) AS ParentId FROM @edges WHERE Act = 2 GROUP BY ChildId) AS f ON f.ChildId = h.Id
     INNER JOIN @owed AS o ON o.Id = f.ParentId
     WHERE h.Status = 5;
+    IF @@ROWCOUNT > 0
+        SET @more = 1; -- the children it dead-lettered owe their own children: the next step
     DELETE e
     FROM {{s}}.WorkflowEdges AS e WITH (FORCESEEK, ROWLOCK)
     INNER JOIN @edges AS x ON x.ParentId = e.ParentId AND x.ChildId = e.ChildId
