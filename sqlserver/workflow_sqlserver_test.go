@@ -2,11 +2,17 @@ package sqlserver
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	mssql "github.com/microsoft/go-mssqldb"
+
 	"github.com/chokaq/chokaq-go/jobs"
+	"github.com/chokaq/chokaq-go/schema"
 	"github.com/chokaq/chokaq-go/sqlserver/sqlservertest"
 )
 
@@ -117,4 +123,98 @@ func TestSQLServerReleaseOfTenThousandChildrenIsBounded(t *testing.T) {
 			t.Errorf("after the release: %d pending, %d waiting, want 10,000 and 0", q.Pending, q.WaitingOnParents)
 		}
 	}
+}
+
+// Release steps race the statements that touch the same rows: workers
+// claiming, starting and completing tasks (each claim runs steps too),
+// a canceller cancelling waiting children, and a loop of steps of its
+// own. With retries off, a deadlock victim (1205) anywhere surfaces as an
+// error; there must be none, and at the end no child waits on a parent
+// that finished (IW2).
+func TestSQLServerReleaseStepsDoNotDeadlockWithMovesAndCancels(t *testing.T) {
+	inLockingModes(t, func(t *testing.T, dsn, name string) {
+		s := openOn(t, dsn, name, WithRetryPolicy(RetryPolicy{MaxAttempts: 1}))
+		ctx := t.Context()
+		var children []int64
+		rootOf := map[int64]int64{}
+		for range 20 {
+			r := fanOut(t, s, "race", 30)
+			for n, id := range r.Jobs {
+				if n != "root" {
+					children = append(children, id)
+					rootOf[id] = r.Jobs["root"]
+				}
+			}
+		}
+		var deadlocks, other atomic.Int64
+		count := func(err error) {
+			var me mssql.Error
+			switch {
+			case err == nil:
+			case errors.As(err, &me) && me.Number == 1205:
+				deadlocks.Add(1)
+			default:
+				other.Add(1)
+				t.Logf("error: %v", err)
+			}
+		}
+		stop := time.Now().Add(10 * time.Second)
+		var wg sync.WaitGroup
+		for w := range 3 {
+			wg.Go(func() {
+				for time.Now().Before(stop) {
+					got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: fmt.Sprint("w", w), Queues: []string{"race"}, Limit: 20})
+					count(err)
+					for _, j := range got {
+						if _, err := s.Start(ctx, j.Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+							count(err)
+							continue
+						}
+						count(s.Complete(ctx, j.Ref()))
+					}
+				}
+			})
+		}
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i += 7 {
+				ids := []int64{children[i%len(children)], children[(i+3)%len(children)]}
+				_, err := s.Cancel(ctx, jobs.CancelParams{IDs: ids, By: "race", Reason: "racing the release"})
+				count(err)
+			}
+		})
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				s.owed.Store(true)
+				count(s.releaseTasks(ctx))
+			}
+		})
+		wg.Wait()
+		if deadlocks.Load() != 0 || other.Load() != 0 {
+			t.Fatalf("%d deadlock victims and %d other errors while release steps raced moves and cancels", deadlocks.Load(), other.Load())
+		}
+		for range 10 {
+			s.owed.Store(true)
+			if err := s.releaseTasks(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range children {
+			root, err := s.GetJob(ctx, rootOf[id])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if root.Table == jobs.TableHot {
+				continue // its parent has not finished: it may wait
+			}
+			j, err := s.GetJob(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var status int64
+			q := fmt.Sprintf("SELECT Status FROM %s.JobsHot WHERE Id = @id;", schema.Quote(s.Schema()))
+			if err := s.db.QueryRowContext(ctx, q, named("id", id)).Scan(&status); err == nil && status == statusWaitingOnParents {
+				t.Errorf("child %d waits (Status 5) though its parent finished: %+v", id, j)
+			}
+		}
+	})
 }
