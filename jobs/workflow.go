@@ -242,6 +242,8 @@ type WorkflowEnqueuer interface {
 // the caller's transaction, so the workflow exists if and only if tx
 // commits.
 type WorkflowTxEnqueuer interface {
+	// EnqueueWorkflowTx is EnqueueWorkflow as part of tx: it neither
+	// commits nor rolls back, and retries nothing (tx is the caller's).
 	EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, p WorkflowParams) (WorkflowResult, error)
 }
 
