@@ -494,6 +494,7 @@ var doctorTypes = []struct {
 	{"RetryList", []retryRow{}}, {"DeadLetterList", []deadLetterRow{}}, {"ScheduleList", []scheduleRow{}},
 	{"MetadataList", []metadataRow{}}, {"OutputList", []outputRow{}}, {"ProgressList", []progressRow{}},
 	{"EnqueueKeyList", []enqueueKeyRow{}}, {"FlowKeyList", []flowKeyRow{}}, {"KeyLimitList", []keyLimitRow{}},
+	{"WorkflowTaskList", []workflowTaskRow{}}, {"WorkflowEdgeList", []workflowEdgeRow{}},
 }
 
 // checkTypes passes an empty list of every table type: without EXECUTE on

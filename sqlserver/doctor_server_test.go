@@ -496,7 +496,7 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 			for _, s := range st {
 				out = append(out, []driver.Value{s.Queue, s.Paused, int64(s.MaxWorkers), s.Pending, s.Scheduled, s.Fetched, s.Processing,
 					s.Archived, s.DeadLettered, orNil(s.OldestDueAt), time.Now().UTC(), s.WaitingOnKey, s.WaitingOnSequence,
-					int64(0), int64(s.WindowUsed), orNil(s.WindowEndsAt), busiestKeysJSON(s.BusiestKeys)})
+					s.WaitingOnParents, int64(0), int64(s.WindowUsed), orNil(s.WindowEndsAt), busiestKeysJSON(s.BusiestKeys)})
 			}
 			return out, err
 		},

@@ -70,21 +70,27 @@ EXEC sys.sp_sequence_get_range @sequence_name = N'{{s}}.JobIds', @range_size = 1
 SELECT CONVERT(BIGINT, @first);`
 
 // tableRights lists, per table, the rights some statement of the store
-// uses, and a text column the INSERT and UPDATE probes name. The job
-// tables' rows are only inserted and deleted outside JobsHot; the
-// migrations table is only read (by the start-up version check).
+// uses, and a column the INSERT and UPDATE probes name (a text column
+// where the table has one; WorkflowEdges has none, and the empty text
+// converts to its State, which the probe's WHERE 1 = 0 never reaches).
+// The archive's and the DLQ's rows are updated only for a workflow task's
+// release cursor; the migrations table is only read (by the start-up
+// version check).
 var tableRights = []struct {
 	table, column string
 	rights        []string
 }{
 	{"JobsHot", "Queue", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
-	{"JobsArchive", "Queue", []string{"SELECT", "INSERT", "DELETE"}},
-	{"JobsDLQ", "Queue", []string{"SELECT", "INSERT", "DELETE"}},
+	{"JobsArchive", "Queue", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
+	{"JobsDLQ", "Queue", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 	{"Queues", "Name", []string{"SELECT", "INSERT", "UPDATE"}},
 	{"Schedules", "Name", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 	{"JobUniqueKeys", "JobId", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 	{"QueueKeyLimits", "Queue", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 	{"FlowWaits", "Queue", []string{"SELECT", "INSERT", "DELETE"}},
+	{"Workflows", "Name", []string{"SELECT", "INSERT", "DELETE"}},
+	{"WorkflowEdges", "State", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
+	{"WorkflowGone", "WorkflowTask", []string{"SELECT", "INSERT", "UPDATE", "DELETE"}},
 	{schema.MigrationsTable, "", []string{"SELECT"}},
 }
 
