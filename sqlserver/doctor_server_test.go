@@ -1,6 +1,7 @@
 package sqlserver
 
 import (
+	"cmp"
 	"context"
 	"database/sql/driver"
 	"encoding/json"
@@ -51,7 +52,10 @@ type doctorServer struct {
 	// keepOnRollback: the rollback leaves what the transaction did.
 	keepOnRollback bool
 	rollbackErr    error
-	handlers       map[string]func(c recordedCall) ([][]driver.Value, error)
+	// adding is the lease of the task whose fan-out qAddTasksBegin opened:
+	// qInsertWorkflowTasks adds the tasks in its name.
+	adding   *jobs.LeaseRef
+	handlers map[string]func(c recordedCall) ([][]driver.Value, error)
 }
 
 func newDoctorServer(t *testing.T) *doctorServer {
@@ -97,7 +101,7 @@ func (srv *doctorServer) onTx(event string) error {
 
 // reset is the server's rollback of the doctor's transaction.
 func (srv *doctorServer) reset() {
-	srv.mem, srv.claims, srv.claimed, srv.uniq = memstore.New(), map[int64][]int64{}, 0, map[string]int64{}
+	srv.mem, srv.claims, srv.claimed, srv.uniq, srv.adding = memstore.New(), map[int64][]int64{}, 0, map[string]int64{}, nil
 }
 
 func (srv *doctorServer) serve(c recordedCall) ([][]driver.Value, error) {
@@ -593,6 +597,54 @@ func (srv *doctorServer) statementHandlers() map[string]func(c recordedCall) ([]
 		},
 	}
 	h[q.heartbeatProgress] = h[q.heartbeat] // the fake keeps no progress; the contract suite checks it
+	h[q.insertWorkflowTasks] = func(c recordedCall) ([][]driver.Value, error) { return srv.insertWorkflowTasks(argsOf(c)) }
+	h[q.addTasksBegin] = func(c recordedCall) ([][]driver.Value, error) {
+		a := argsOf(c)
+		ref := jobs.LeaseRef{ID: a.i64("id"), Lease: a.i64("lease")}
+		j, err := mem().GetJob(ctx, ref.ID)
+		if errors.Is(err, jobs.ErrJobNotFound) || err == nil && (j.Table != jobs.TableHot || j.Status != jobs.StatusProcessing || j.Lease != ref.Lease) {
+			return [][]driver.Value{{false, nil, nil, nil}, {nextResultSet{}}}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if j.WorkflowID == 0 {
+			return [][]driver.Value{{true, nil, nil, nil}, {nextResultSet{}}}, nil
+		}
+		d, err := mem().GetWorkflow(ctx, j.WorkflowID)
+		if err != nil {
+			return nil, err
+		}
+		srv.adding = &ref
+		rows := [][]driver.Value{{true, j.WorkflowID, j.WorkflowTask, d.Name}, {nextResultSet{}}}
+		for _, t := range byJobID(d.Tasks) {
+			rows = append(rows, []driver.Value{t.Name, t.JobID})
+		}
+		return rows, nil
+	}
+	// The memory store releases a finished task's children in its move:
+	// nothing is ever owed to a release step.
+	h[q.releaseTasks] = func(recordedCall) ([][]driver.Value, error) { return one(false, false), nil }
+	h[q.workflows] = func(c recordedCall) ([][]driver.Value, error) {
+		a := argsOf(c)
+		ws, err := mem().Workflows(ctx, a.i64("beforeId"), int(a.i64("limit")))
+		out := [][]driver.Value{}
+		for _, w := range ws {
+			out = append(out, []driver.Value{w.ID, w.Name, w.CreatedAt, int64(w.Pending), int64(w.Waiting), int64(w.Running),
+				int64(w.Succeeded), int64(w.Failed)})
+		}
+		return out, err
+	}
+	h[q.getWorkflow] = func(c recordedCall) ([][]driver.Value, error) {
+		d, err := mem().GetWorkflow(ctx, argsOf(c).i64("id"))
+		if errors.Is(err, jobs.ErrWorkflowNotFound) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return workflowRows(d), nil
+	}
 	keyed := func(c recordedCall) ([][]driver.Value, error) {
 		a := argsOf(c)
 		p := itemsParams(a)[0]
@@ -790,4 +842,117 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// insertWorkflowTasks is qInsertWorkflowTasks: a new workflow (@workflowId
+// 0) or a fan-out into one, all its tasks in one call (the doctor's are
+// few). The memory store gives its tasks IDs in their order, as the
+// statement's range does; the fake says so if not.
+func (srv *doctorServer) insertWorkflowTasks(a args) ([][]driver.Value, error) {
+	ctx := context.Background()
+	ps := itemsParams(a)
+	for _, m := range a.tvp("metadata").([]metadataRow) {
+		md, err := jobs.DecodeMetadata(m.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		ps[m.Ord].Metadata = md
+	}
+	rows := a.tvp("tasks").([]workflowTaskRow)
+	if a.i64("firstId") != 0 || a.i64("base") != 0 || int64(len(rows)) != a.i64("total") || len(rows) != len(ps) {
+		return nil, fmt.Errorf("fake: a workflow's %d tasks in a part of %d from %d: the fake takes them in one", a.i64("total"), len(rows), a.i64("base"))
+	}
+	wf := a.i64("workflowId")
+	existing := map[int64]string{}
+	if wf != 0 {
+		d, err := srv.mem.GetWorkflow(ctx, wf)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range d.Tasks {
+			existing[t.JobID] = t.Name
+		}
+	}
+	tasks := make([]jobs.WorkflowTask, len(rows))
+	for _, r := range rows {
+		tasks[r.Ord] = jobs.WorkflowTask{Name: r.WorkflowTask, Job: ps[r.Ord], OnParentFailure: jobs.DependencyPolicy(r.OnParentFailure)}
+	}
+	for _, e := range a.tvp("edges").([]workflowEdgeRow) {
+		var parent string
+		switch {
+		case e.ParentOrd != nil:
+			parent = tasks[*e.ParentOrd].Name
+		case e.ParentID != nil && existing[*e.ParentID] != "":
+			parent = existing[*e.ParentID]
+		default:
+			return nil, fmt.Errorf("fake: an edge to task %d names no task of the call and no job of workflow %d", e.ChildOrd, wf)
+		}
+		tasks[e.ChildOrd].After = append(tasks[e.ChildOrd].After, parent)
+	}
+	var ids map[string]int64
+	switch {
+	case wf == 0:
+		r, err := srv.mem.EnqueueWorkflow(ctx, jobs.WorkflowParams{Name: a.str("name"), Tasks: tasks})
+		if err != nil {
+			return nil, err
+		}
+		wf, ids = r.ID, r.Jobs
+	case srv.adding == nil:
+		return nil, fmt.Errorf("fake: tasks added to workflow %d without a qAddTasksBegin before them", wf)
+	default:
+		var err error
+		if ids, err = srv.mem.AddWorkflowTasks(ctx, jobs.AddTasksParams{Ref: *srv.adding, Tasks: tasks}); err != nil {
+			return nil, err
+		}
+	}
+	first := ids[tasks[0].Name]
+	for i, t := range tasks {
+		if ids[t.Name] != first+int64(i) {
+			return nil, fmt.Errorf("fake: the memory store gave the tasks %v, not a range in their order", ids)
+		}
+	}
+	return one(wf, first), nil
+}
+
+func byJobID(ts []jobs.WorkflowTaskState) []jobs.WorkflowTaskState {
+	return slices.SortedFunc(slices.Values(ts), func(a, b jobs.WorkflowTaskState) int { return cmp.Compare(a.JobID, b.JobID) })
+}
+
+// workflowRows are qGetWorkflow's three results: the workflow, its tasks
+// and its edges. The memory store keeps no edge states; an edge is done
+// (1) when its parent is archived or failed under DependencyRunAnyway, as
+// the release step leaves it, and open (0) otherwise.
+func workflowRows(d jobs.WorkflowDetail) [][]driver.Value {
+	out := [][]driver.Value{{d.ID, d.Name, d.CreatedAt}, {nextResultSet{}}}
+	tasks := byJobID(d.Tasks)
+	byName := map[string]jobs.WorkflowTaskState{}
+	for _, t := range tasks {
+		byName[t.Name] = t
+		var status, waitingOn, reason driver.Value
+		switch t.Table {
+		case jobs.TableHot:
+			status = int64(t.Status)
+			if t.WaitingOn > 0 {
+				status, waitingOn = int64(statusWaitingOnParents), int64(t.WaitingOn)
+			}
+		case jobs.TableDLQ:
+			reason = int64(t.FailureReason)
+		}
+		out = append(out, []driver.Value{t.JobID, t.Name, int64(t.Table), status, int64(t.OnParentFailure), waitingOn, reason})
+	}
+	out = append(out, []driver.Value{nextResultSet{}})
+	for _, t := range tasks {
+		var edges [][]driver.Value
+		for _, name := range t.Parents {
+			p := byName[name]
+			state := int64(0)
+			if p.Table == jobs.TableArchive || p.Table == jobs.TableDLQ && t.OnParentFailure == jobs.DependencyRunAnyway {
+				state = 1
+			}
+			edges = append(edges, []driver.Value{p.JobID, t.JobID, state})
+		}
+		slices.SortFunc(edges, func(a, b []driver.Value) int { return cmp.Compare(a[0].(int64), b[0].(int64)) })
+		out = append(out, edges...)
+	}
+	return out
 }
