@@ -56,6 +56,12 @@ var doctorFamilies = []doctorFamily{
 	{"rate limit", func(q *queries) []string {
 		return []string{q.updateQueue, q.enqueueBatch, q.claim, q.queueStats, q.dueProbe}
 	}, (*doctorRun).familyRate},
+	// Last: from its fan-out on, the doctor's transaction holds the
+	// workflow lock, which every other process's fan-out and release step
+	// waits for or skips until the rollback.
+	{"workflows", func(q *queries) []string {
+		return []string{q.insertWorkflowTasks, q.claim, q.start, q.addTasksBegin, q.complete, q.releaseTasks, q.workflows, q.getWorkflow, q.cancel}
+	}, (*doctorRun).familyWorkflow},
 }
 
 // doctorCheckStatements are the statements the doctor's checks send
@@ -896,4 +902,83 @@ func (d *doctorRun) familyRate(ctx context.Context) (string, error) {
 	}
 	return fmt.Sprintf("a limit of 2 an hour: a claim took 2 of 3 and said the window holds the queue for %s; the stats showed it, the probe saw no work, a second claim took none",
 		first.Held[0].For.Round(time.Minute)), nil
+}
+
+// familyWorkflow runs the workflow statements (ADR 0034) in a queue of its
+// own: a workflow of a then b; a claim that takes a alone (b waits for
+// it); a started, adding task c after itself (the fan-out under its
+// lease), then completed; a release step, which frees b and c; the list
+// and the read of the workflow; its cancel, which takes b and c. On a
+// real server the release step's own transaction nests in the doctor's,
+// so what it frees (and any other workflow's task it frees) is rolled
+// back with it.
+func (d *doctorRun) familyWorkflow(ctx context.Context) (string, error) {
+	queue := d.queue + "-workflow"
+	task := func(name string, after ...string) jobs.WorkflowTask {
+		j := d.job(0)
+		j.Queue = queue
+		return jobs.WorkflowTask{Name: name, Job: j, After: after}
+	}
+	wf, err := d.st.EnqueueWorkflow(ctx, jobs.WorkflowParams{Name: "chokaq doctor", Tasks: []jobs.WorkflowTask{task("a"), task("b", "a")}})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	got, err := d.st.Claim(ctx, jobs.ClaimParams{WorkerID: d.worker, Queues: []string{queue}, Limit: 2})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if len(got) != 1 || got[0].ID != wf.Jobs["a"] || got[0].WorkflowID != wf.ID || got[0].WorkflowTask != "a" {
+		return "", fmt.Errorf("sqlserver: a claim of workflow %d (a, then b after a) took %v, want task a (job %d) alone", wf.ID, jobIDs(got), wf.Jobs["a"])
+	}
+	ref := got[0].Ref()
+	_, err = d.st.Start(ctx, ref, jobs.StartParams{DefaultTimeout: time.Hour})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	added, err := d.st.AddWorkflowTasks(ctx, jobs.AddTasksParams{Ref: ref, Tasks: []jobs.WorkflowTask{task("c", "a")}})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if len(added) != 1 || added["c"] == 0 {
+		return "", fmt.Errorf("sqlserver: task a's fan-out of task c gave the jobs %v", added)
+	}
+	err = d.st.Complete(ctx, ref)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	err = d.st.releaseTasks(ctx)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	list, err := d.st.Workflows(ctx, wf.ID+1, 1)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if len(list) != 1 || list[0].ID != wf.ID || list[0].Total != 3 || list[0].Succeeded != 1 || list[0].Pending != 2 {
+		return "", fmt.Errorf("sqlserver: the list of workflows from %d read %+v, want workflow %d: 3 tasks, 1 succeeded and 2 pending", wf.ID, list, wf.ID)
+	}
+	detail, err := d.st.GetWorkflow(ctx, wf.ID)
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	var tasks []string
+	for _, t := range detail.Tasks {
+		where := t.Table.String()
+		if t.Table == jobs.TableHot {
+			where = t.Status.String()
+		}
+		tasks = append(tasks, t.Name+" "+where+" after ["+strings.Join(t.Parents, ",")+"]")
+	}
+	if want := []string{"a archive after []", "b Pending after [a]", "c Pending after [a]"}; !slices.Equal(tasks, want) {
+		return "", fmt.Errorf("sqlserver: workflow %d read back as %q, want %q", wf.ID, tasks, want)
+	}
+	cancelled, err := d.st.CancelWorkflow(ctx, jobs.CancelWorkflowParams{ID: wf.ID, By: "chokaq doctor", Reason: "a check"})
+	if err := d.after(ctx, err); err != nil {
+		return "", err
+	}
+	if len(cancelled) != 2 || cancelled[0].ID != added["c"] || cancelled[1].ID != wf.Jobs["b"] ||
+		cancelled[0].Outcome != jobs.CancelDone || cancelled[1].Outcome != jobs.CancelDone {
+		return "", fmt.Errorf("sqlserver: the cancel of workflow %d gave %+v, want c, then b, cancelled", wf.ID, cancelled)
+	}
+	return fmt.Sprintf("workflow %d: a claimed alone (b waits for it), started, added c after itself and completed; a release step; listed, read back (a archived, b and c pending) and cancelled, children first", wf.ID), nil
 }
