@@ -131,6 +131,9 @@ type doctorRun struct {
 	jobs  doctorJobs
 	// claimID is the id of the last claim, for its adoption.
 	claimID int64
+	// workflow is the doctor's workflow, once enqueued: its ID comes from
+	// a sequence, so the look for leftovers asks for it by ID.
+	workflow int64
 	// extra are checks a family found besides its own (the claim's locks).
 	extra []DoctorCheck
 }

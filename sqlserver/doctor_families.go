@@ -70,7 +70,7 @@ var doctorFamilies = []doctorFamily{
 func doctorCheckStatements(q *queries) []string {
 	return slices.Concat([]string{q.serverLevel, q.caseSensitiveNames, q.doctorServer, q.doctorDatabase, q.doctorPrivileges, q.now,
 		q.probeType, q.probeSequence, q.tryAppLock, q.appLockMode, q.releaseAppLock, q.doctorLocks, q.doctorTranState,
-		q.queues, q.schedules}, slices.Collect(maps.Values(q.probes)), tableStatements(q.count))
+		q.queues, q.schedules, q.getWorkflow}, slices.Collect(maps.Values(q.probes)), tableStatements(q.count))
 }
 
 // doctorNotExercised are the statements the doctor does not run, and why;
@@ -764,13 +764,25 @@ func (d *doctorRun) checkLeftovers(ctx context.Context) {
 	if slices.ContainsFunc(ss, func(s jobs.ScheduleState) bool { return s.Name == d.schedule }) {
 		left = append(left, "schedule "+d.schedule)
 	}
+	remedy := fmt.Sprintf("no service reads that queue: remove it with `chokaq jobs cancel`, `chokaq dlq purge --queue %s` and `chokaq schedules delete %s`", d.queue, d.schedule)
+	if d.workflow != 0 {
+		_, err := d.base.GetWorkflow(ctx, d.workflow)
+		switch {
+		case err == nil:
+			left = append(left, fmt.Sprintf("workflow %d", d.workflow))
+			remedy += fmt.Sprintf("; the workflow with `chokaq workflows cancel %d` and `chokaq dlq purge --queue %s-workflow`", d.workflow, d.queue)
+		case !errors.Is(err, jobs.ErrWorkflowNotFound):
+			d.failed("nothing left", err)
+			return
+		}
+	}
 	if len(left) > 0 {
 		d.add(DoctorCheck{Name: "nothing left", Status: CheckFailed,
 			Detail: "after the rollback, queue " + d.queue + " still has " + strings.Join(left, ", ") + ": the server committed work outside the doctor's transaction",
-			Remedy: fmt.Sprintf("no service reads that queue: remove it with `chokaq jobs cancel`, `chokaq dlq purge --queue %s` and `chokaq schedules delete %s`", d.queue, d.schedule)})
+			Remedy: remedy})
 		return
 	}
-	d.ok("nothing left", "the transaction was rolled back: no job, queue setting or schedule of the doctor's is left")
+	d.ok("nothing left", "the transaction was rolled back: no job, queue setting, schedule or workflow of the doctor's is left")
 }
 
 // familyFlow runs flow control's statements (ADR 0031) in a queue of its
@@ -923,6 +935,7 @@ func (d *doctorRun) familyWorkflow(ctx context.Context) (string, error) {
 	if err := d.after(ctx, err); err != nil {
 		return "", err
 	}
+	d.workflow = wf.ID
 	got, err := d.st.Claim(ctx, jobs.ClaimParams{WorkerID: d.worker, Queues: []string{queue}, Limit: 2})
 	if err := d.after(ctx, err); err != nil {
 		return "", err
