@@ -3,6 +3,7 @@ package sqlserver
 import (
 	"context"
 	"database/sql"
+	"sync/atomic"
 )
 
 // querier is what a statement needs: the pool or a transaction.
@@ -59,8 +60,14 @@ func (nested) Rollback() error { return nil }
 // on returns a copy of s whose statements all run on tx and are never
 // retried: an error that ended tx (a deadlock victim's, one under
 // XACT_ABORT) would make a retry run outside it, in autocommit.
+//
+// The copy has its own owed flag and runs no release step before its
+// claims (noRelease): a release step pays every workflow's owed rows, and
+// one inside tx (the doctor's, rolled back) would lock an application's
+// tasks, and the workflow lock, until tx ends.
 func (s *Store) on(tx *sql.Tx) *Store {
 	c := *s
+	c.owed, c.noRelease = new(atomic.Bool), true
 	c.db = within{tx}
 	c.retry = RetryPolicy{MaxAttempts: 1, BaseDelay: s.retry.BaseDelay, MaxDelay: s.retry.MaxDelay}
 	return &c

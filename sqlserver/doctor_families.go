@@ -919,11 +919,12 @@ func (d *doctorRun) familyRate(ctx context.Context) (string, error) {
 // familyWorkflow runs the workflow statements (ADR 0034) in a queue of its
 // own: a workflow of a then b; a claim that takes a alone (b waits for
 // it); a started, adding task c after itself (the fan-out under its
-// lease), then completed; a release step, which frees b and c; the list
-// and the read of the workflow; its cancel, which takes b and c. On a
-// real server the release step's own transaction nests in the doctor's,
-// so what it frees (and any other workflow's task it frees) is rolled
-// back with it.
+// lease), then completed; a release step of this workflow only, which
+// frees b and c; the list and the read of the workflow; its cancel, which
+// takes b and c. On a real server the release step's own transaction
+// nests in the doctor's, so what it frees is rolled back with it; the
+// doctor's claims run no release step of their own (on), which would pay
+// an application's workflows inside the doctor's transaction.
 func (d *doctorRun) familyWorkflow(ctx context.Context) (string, error) {
 	queue := d.queue + "-workflow"
 	task := func(name string, after ...string) jobs.WorkflowTask {
@@ -959,9 +960,14 @@ func (d *doctorRun) familyWorkflow(ctx context.Context) (string, error) {
 	if err := d.after(ctx, err); err != nil {
 		return "", err
 	}
-	err = d.st.releaseTasks(ctx)
+	// A step of the doctor's workflow only: one of every workflow would
+	// lock an application's tasks until the doctor's rollback.
+	_, busy, err := d.st.releaseStep(ctx, wf.ID)
 	if err := d.after(ctx, err); err != nil {
 		return "", err
+	}
+	if busy {
+		return "", fmt.Errorf("sqlserver: another process's release step held the workflow lock (chokaq:%s:workflows) for the doctor's whole step; run the doctor again", strings.ToUpper(d.st.schema))
 	}
 	list, err := d.st.Workflows(ctx, wf.ID+1, 1)
 	if err := d.after(ctx, err); err != nil {

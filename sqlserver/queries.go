@@ -1957,7 +1957,9 @@ ORDER BY t.Id;`
 // deleted); one cut by the budget keeps the last child walked. The result:
 // whether more is owed (an owed row it did not walk or finish, or a child
 // it dead-lettered, which owes its own children: the store runs another
-// step), and whether the lock was busy.
+// step), and whether the lock was busy. @workflowId 0 pays every
+// workflow's; another pays only that workflow's (the doctor's, which must
+// not touch an application's rows).
 var qReleaseTasks = `SET NOCOUNT ON;
 SET XACT_ABORT ON;
 SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
@@ -1977,20 +1979,21 @@ BEGIN
     INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
     SELECT TOP (@maxParents) a.Id, 1, a.WorkflowId, 0, a.WorkflowTask, NULL, a.ReleaseCursor, 0
     FROM {{s}}.JobsArchive AS a WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
-    WHERE a.ReleaseCursor IS NOT NULL
+    WHERE a.ReleaseCursor IS NOT NULL AND (@workflowId = 0 OR a.WorkflowId = @workflowId)
     ORDER BY a.Id;
     IF @@ROWCOUNT = @maxParents
         SET @more = 1;
     INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
     SELECT TOP (@maxParents) d.Id, 2, d.WorkflowId, 1, d.WorkflowTask, d.FailureReason, d.ReleaseCursor, 0
     FROM {{s}}.JobsDLQ AS d WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
-    WHERE d.ReleaseCursor IS NOT NULL
+    WHERE d.ReleaseCursor IS NOT NULL AND (@workflowId = 0 OR d.WorkflowId = @workflowId)
     ORDER BY d.Id;
     IF @@ROWCOUNT = @maxParents
         SET @more = 1;
     INSERT INTO @owed (Id, Source, WorkflowId, Failed, Task, Reason, FromCursor, Walked)
     SELECT TOP (@maxParents) g.ParentId, 3, g.WorkflowId, g.Failed, g.WorkflowTask, NULL, g.ReleaseCursor, 0
     FROM {{s}}.WorkflowGone AS g WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
+    WHERE @workflowId = 0 OR g.WorkflowId = @workflowId
     ORDER BY g.ParentId;
     IF @@ROWCOUNT = @maxParents
         SET @more = 1;

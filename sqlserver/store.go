@@ -49,6 +49,8 @@ type Store struct {
 	// (ADR 0034): the next claim runs release steps first. A pointer, so
 	// the copies on makes share it.
 	owed *atomic.Bool
+	// noRelease: claims run no release step (a copy made by on).
+	noRelease bool
 }
 
 var (
@@ -679,12 +681,12 @@ func (s *Store) ClaimHeld(ctx context.Context, p jobs.ClaimParams) (jobs.ClaimRe
 	if err := p.Validate(); err != nil {
 		return jobs.ClaimResult{}, err
 	}
-	released := s.owed.Load()
+	released := s.owed.Load() && !s.noRelease
 	if released {
 		s.release(ctx)
 	}
 	r, err := s.claimQueues(ctx, p)
-	if err != nil || released || len(r.Jobs) >= p.Limit || !s.owed.Load() {
+	if err != nil || released || s.noRelease || len(r.Jobs) >= p.Limit || !s.owed.Load() {
 		return r, err
 	}
 	// The claim's replies say a release is owed, which this process did

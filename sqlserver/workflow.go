@@ -241,13 +241,9 @@ func (s *Store) addTasks(ctx context.Context, tx querier, p jobs.AddTasksParams)
 // clears s.owed only when a step saw nothing more owed.
 func (s *Store) releaseTasks(ctx context.Context) error {
 	for range releaseStepsPerClaim {
-		var more, busy bool
-		err := s.do(ctx, "release workflow tasks", idempotent, func(ctx context.Context) error {
-			return s.db.QueryRowContext(ctx, s.q.releaseTasks, named("maxParents", int64(releaseMaxParents)),
-				named("maxEdges", int64(releaseMaxEdges))).Scan(&more, &busy)
-		})
+		more, busy, err := s.releaseStep(ctx, 0)
 		if err != nil {
-			return fmt.Errorf("sqlserver: release workflow tasks: %w", err)
+			return err
 		}
 		if busy {
 			return nil // the holder pays it; this claim's reply says whether more is owed
@@ -258,6 +254,20 @@ func (s *Store) releaseTasks(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// releaseStep runs one release step: of every workflow (workflow 0), or of
+// one only. It reports whether more is owed and whether another step held
+// the workflow lock (then it did nothing).
+func (s *Store) releaseStep(ctx context.Context, workflow int64) (more, busy bool, err error) {
+	err = s.do(ctx, "release workflow tasks", idempotent, func(ctx context.Context) error {
+		return s.db.QueryRowContext(ctx, s.q.releaseTasks, named("maxParents", int64(releaseMaxParents)),
+			named("maxEdges", int64(releaseMaxEdges)), named("workflowId", workflow)).Scan(&more, &busy)
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("sqlserver: release workflow tasks: %w", err)
+	}
+	return more, busy, nil
 }
 
 // Workflows implements jobs.WorkflowAdmin.

@@ -230,4 +230,22 @@ func TestAReleaseOwedRunsBeforeTheNextClaim(t *testing.T) {
 	if n := steps(); n != 1 || !s.owed.Load() {
 		t.Errorf("a busy step: %d steps, owed %v; want 1 and still owed", n, s.owed.Load())
 	}
+	// A copy on a transaction (the doctor's) runs no step of every
+	// workflow: it would lock an application's tasks until the rollback.
+	tx, err := s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	in := s.on(tx)
+	in.owed.Store(true)
+	if _, err := in.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"mail"}, Limit: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if n := steps(); n != 0 {
+		t.Errorf("a claim inside the doctor's transaction ran %d release steps, want 0", n)
+	}
+	if s.owed == in.owed {
+		t.Error("the copy on a transaction shares the store's owed flag")
+	}
 }
