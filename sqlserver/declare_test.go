@@ -132,6 +132,16 @@ func TestParameterDeclarationsDoNotVary(t *testing.T) {
 		}
 		_, _ = s.Resurrect(ctx, jobs.ResurrectParams{Filter: v.filter(jobs.TableDLQ), All: true, Payload: v.payload})
 		_, _ = s.Purge(ctx, jobs.PurgeParams{Table: jobs.TableArchive, Filter: v.filter(jobs.TableArchive), All: true})
+		// Workflows (ADR 0034): names of every length, as text; the
+		// tasks and edges as table-valued lists.
+		wfName := (v.worker + "-workflow")[:min(len(v.worker)+9, jobs.MaxWorkflowNameLen)]
+		_, _ = s.EnqueueWorkflow(ctx, jobs.WorkflowParams{Name: wfName, Tasks: []jobs.WorkflowTask{
+			{Name: wfName, Job: jobs.EnqueueParams{Queue: v.queue, Type: "t", Payload: v.payload}},
+			{Name: "after-" + v.queue, Job: jobs.EnqueueParams{Queue: v.queue, Type: "t"}, After: []string{wfName}}}})
+		_, _ = s.Workflows(ctx, int64(len(v.text)), 10)
+		_, _ = s.GetWorkflow(ctx, int64(len(v.key)+1))
+		s.owed.Store(true)
+		_, _ = s.Claim(ctx, jobs.ClaimParams{WorkerID: v.worker, Queues: []string{v.queue}, Limit: 5})
 	}
 	names := statementNames(s.q)
 	seen := map[string]map[string][]string{} // statement -> parameter -> declarations
