@@ -29,10 +29,13 @@ type queueCounts struct {
 	// WaitingOnRate are the Pending jobs a full rate-limit window holds
 	// (ADR 0033), also in Pending; WindowUsed and WindowEndsAt are the
 	// open window's claims and end (zero: none open), Window their text.
-	WaitingOnRate int64     `json:"waiting_rate"`
-	WindowUsed    int       `json:"window_used"`
-	WindowEndsAt  time.Time `json:"window_ends_at"`
-	Window        string    `json:"window"`
+	WaitingOnRate int64 `json:"waiting_rate"`
+	// WaitingOnParents are workflow tasks waiting for a parent (ADR 0034),
+	// not in Pending: no claim can take them yet.
+	WaitingOnParents int64     `json:"waiting_parents"`
+	WindowUsed       int       `json:"window_used"`
+	WindowEndsAt     time.Time `json:"window_ends_at"`
+	Window           string    `json:"window"`
 	// BusiestKeys are the keys holding the most workers (the queue page's
 	// table, not copied by the script).
 	BusiestKeys []jobs.KeyCount `json:"busiest_keys,omitempty"`
@@ -71,7 +74,7 @@ func (d *Dashboard) counts(ctx context.Context) (counts, error) {
 		q := queueCounts{Queue: s.Queue, Paused: s.Paused, MaxWorkers: s.MaxWorkers, Pending: s.Pending, Scheduled: s.Scheduled,
 			Fetched: s.Fetched, Processing: s.Processing, Archived: s.Archived, DeadLettered: s.DeadLettered, LagSeconds: s.Lag.Seconds(),
 			WaitingOnKey: s.WaitingOnKey, WaitingOnSequence: s.WaitingOnSequence, BusiestKeys: s.BusiestKeys,
-			WaitingOnRate: s.WaitingOnRate, WindowUsed: s.WindowUsed, WindowEndsAt: s.WindowEndsAt}
+			WaitingOnRate: s.WaitingOnRate, WindowUsed: s.WindowUsed, WindowEndsAt: s.WindowEndsAt, WaitingOnParents: s.WaitingOnParents}
 		for _, w := range []struct {
 			span time.Duration
 			into *float64
@@ -92,6 +95,7 @@ func (d *Dashboard) counts(ctx context.Context) (counts, error) {
 		t.WaitingOnKey += q.WaitingOnKey
 		t.WaitingOnSequence += q.WaitingOnSequence
 		t.WaitingOnRate += q.WaitingOnRate
+		t.WaitingOnParents += q.WaitingOnParents
 		t.LagSeconds = max(t.LagSeconds, q.LagSeconds)
 		t.PerSecond1m += q.PerSecond1m
 		t.PerSecond5m += q.PerSecond5m

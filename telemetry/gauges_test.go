@@ -128,8 +128,8 @@ func TestWaitingSampleCountsKeyAndSequenceApart(t *testing.T) {
 	sample := m.SampleDepthsAfterSweep(s, []string{"a", "b"})
 	sample(zombie.Result{}, nil)
 	wantValues(t, "waiting", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{
-		"queue=a,reason=key": 2, "queue=a,reason=sequence": 1, "queue=a,reason=rate_limit": 0,
-		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0, "queue=b,reason=rate_limit": 0,
+		"queue=a,reason=key": 2, "queue=a,reason=sequence": 1, "queue=a,reason=rate_limit": 0, "queue=a,reason=parents": 0,
+		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0, "queue=b,reason=rate_limit": 0, "queue=b,reason=parents": 0,
 	})
 	sample(zombie.Result{Skipped: true}, nil)
 	wantValues(t, "waiting after a skipped sweep", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{})
@@ -158,8 +158,27 @@ func TestWaitingSampleCountsJobsAFullRateWindowHolds(t *testing.T) {
 	}
 	m.SampleDepthsAfterSweep(s, []string{"a", "b"})(zombie.Result{}, nil)
 	wantValues(t, "waiting", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{
-		"queue=a,reason=key": 0, "queue=a,reason=sequence": 0, "queue=a,reason=rate_limit": 3,
-		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0, "queue=b,reason=rate_limit": 0,
+		"queue=a,reason=key": 0, "queue=a,reason=sequence": 0, "queue=a,reason=rate_limit": 3, "queue=a,reason=parents": 0,
+		"queue=b,reason=key": 0, "queue=b,reason=sequence": 0, "queue=b,reason=rate_limit": 0, "queue=b,reason=parents": 0,
+	})
+}
+
+// TestWaitingSampleCountsWorkflowTasksWaitingOnParents: tasks waiting for
+// a parent (ADR 0034) are reported under reason="parents".
+func TestWaitingSampleCountsWorkflowTasksWaitingOnParents(t *testing.T) {
+	ctx := context.Background()
+	m, reader := newTestMetrics(t, telemetry.Options{})
+	s := memstore.New()
+	tasks := []jobs.WorkflowTask{{Name: "a", Job: jobs.EnqueueParams{Queue: "a", Type: "t"}}}
+	for _, n := range []string{"b", "c", "d"} {
+		tasks = append(tasks, jobs.WorkflowTask{Name: n, Job: jobs.EnqueueParams{Queue: "a", Type: "t"}, After: []string{"a"}})
+	}
+	if _, err := s.EnqueueWorkflow(ctx, jobs.WorkflowParams{Name: "w", Tasks: tasks}); err != nil {
+		t.Fatal(err)
+	}
+	m.SampleDepthsAfterSweep(s, []string{"a"})(zombie.Result{}, nil)
+	wantValues(t, "waiting", collect(t, reader).gauge(t, "chokaq.jobs.waiting"), map[string]int64{
+		"queue=a,reason=key": 0, "queue=a,reason=sequence": 0, "queue=a,reason=rate_limit": 0, "queue=a,reason=parents": 3,
 	})
 }
 
@@ -176,8 +195,8 @@ func TestAFailedStatsReadClearsOnlyTheWaitingSample(t *testing.T) {
 	m, reader := newTestMetrics(t, telemetry.Options{})
 	s := memstore.New()
 	m.SampleDepthsAfterSweep(s, []string{"a"})(zombie.Result{}, nil)
-	if got := collect(t, reader).gauge(t, "chokaq.jobs.waiting"); len(got) != 3 {
-		t.Fatalf("waiting before = %v, want three zero series (key, sequence, rate_limit)", got)
+	if got := collect(t, reader).gauge(t, "chokaq.jobs.waiting"); len(got) != 4 {
+		t.Fatalf("waiting before = %v, want four zero series (key, sequence, rate_limit, parents)", got)
 	}
 	m.SampleDepthsAfterSweep(statsFail{s}, []string{"a"})(zombie.Result{}, nil)
 	got := collect(t, reader)

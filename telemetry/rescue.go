@@ -123,6 +123,7 @@ func (m *Metrics) sampleWaiting(store jobs.Admin, queues []string) {
 		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "key")), byQueue[q].WaitingOnKey)
 		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "sequence")), byQueue[q].WaitingOnSequence)
 		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "rate_limit")), byQueue[q].WaitingOnRate)
+		b.add(attribute.NewSet(attribute.String(KeyQueue, label), attribute.String(KeyReason, "parents")), byQueue[q].WaitingOnParents)
 	}
 	m.waiting.Store(&b.s)
 }
