@@ -1399,10 +1399,6 @@ OPTION (RECOMPILE);
 DECLARE @h BINARY(32), @b BIGINT, @lastH BINARY(32), @lastB BIGINT, @id BIGINT, @us TINYINT;
 DECLARE @x BIGINT, @xs TINYINT, @held BIT, @rc INT, @ulock NVARCHAR(255);
 BEGIN TRANSACTION;
-IF EXISTS (SELECT 1 FROM @pick WHERE WorkflowId IS NOT NULL)
-BEGIN
-    ` + workflowLockTaken + `
-END
 WHILE 1 = 1
 BEGIN
     SET @h = NULL;
@@ -1432,6 +1428,13 @@ BEGIN
         UPDATE @pick SET Keep = 1 WHERE Id = @id;
     END
     SELECT @lastH = @h, @lastB = @b;
+END
+-- After the key locks (a caller's open EnqueueTx may hold one a while),
+-- so no release step waits on a resurrect that waits on a key; no step
+-- or fan-out takes a key lock, so no cycle either way.
+IF EXISTS (SELECT 1 FROM @pick WHERE WorkflowId IS NOT NULL)
+BEGIN
+    ` + workflowLockTaken + `
 END
 DELETE d
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Priority, deleted.Tags, deleted.IdempotencyKey,
@@ -1871,9 +1874,15 @@ const releaseOwed = `CASE WHEN EXISTS (SELECT 1 FROM {{s}}.JobsArchive AS ra WIT
 // parents. An edge to a task that exists and has finished (a fan-out's)
 // reopens its release (ReleaseCursor 0), which the next release step pays
 // as it stands: done if archived, the child's policy if dead-lettered.
+// The last part of a fan-out fences it (@fenceId, @fenceLease; 0 for
+// none): the adding job must still be Processing under its lease, its row
+// update-locked from there to COMMIT, or error 51004 rolls it all back.
 const qInsertWorkflowTasks = `SET NOCOUNT ON;
 DECLARE @now DATETIME2(7) = SYSUTCDATETIME();
 DECLARE @wf BIGINT = @workflowId, @first BIGINT = @firstId, @nm NVARCHAR(200) = @name, @firstValue SQL_VARIANT;
+IF @fenceId <> 0 AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot WITH (UPDLOCK, ROWLOCK)
+                                 WHERE Id = @fenceId AND RunLease = @fenceLease AND Status = 2)
+    THROW 51004, N'chokaq: the job adding these tasks no longer holds its lease', 1;
 IF @first = 0
 BEGIN
     EXEC sys.sp_sequence_get_range @sequence_name = N'{{s}}.JobIds', @range_size = @total, @range_first_value = @firstValue OUTPUT;
@@ -1912,12 +1921,13 @@ WHERE d.ReleaseCursor IS NULL;
 SELECT @wf, @first;`
 
 // qAddTasksBegin opens a fan-out at run time in the store's transaction:
-// the workflow lock, then the adding job's row, update-locked to COMMIT
-// only if it is Processing under @lease (a rescue's move of it waits, and
-// a handler that lost its job adds nothing), then its workflow and the
-// workflow's tasks, by name, with where each is. Its first result is the
-// job's workflow and task (NULLs when the lease is lost), its second the
-// workflow's name, its third the tasks.
+// the workflow lock, then the adding job's row, read (not locked: the
+// inserts may take many round trips, and the job's heartbeats must not
+// wait for them) to find its workflow and fail at once a handler that has
+// lost its job; the last insert fences the fan-out under the lease
+// (qInsertWorkflowTasks). Its first result is whether the job holds its
+// lease, its workflow and task, and the workflow's name; its second the
+// workflow's tasks by name.
 const qAddTasksBegin = `SET NOCOUNT ON;
 DECLARE @rc INT, @wf BIGINT, @task NVARCHAR(200), @found BIT;
 ` + workflowLockTaken + `
@@ -1925,7 +1935,7 @@ SET @found = NULL;
 SET @wf = NULL;
 SET @task = NULL;
 SELECT @found = 1, @wf = h.WorkflowId, @task = h.WorkflowTask
-FROM {{s}}.JobsHot AS h WITH (UPDLOCK, ROWLOCK)
+FROM {{s}}.JobsHot AS h WITH (READCOMMITTEDLOCK)
 WHERE h.Id = @id AND h.RunLease = @lease AND h.Status = 2;
 SELECT ISNULL(@found, 0), @wf, @task, (SELECT w.Name FROM {{s}}.Workflows AS w WHERE w.Id = @wf);
 SELECT t.WorkflowTask, t.Id FROM (
@@ -1955,6 +1965,14 @@ ORDER BY t.Id;`
 // a workflow whose last task is gone goes with it. A parent whose edges
 // are all walked has its cursor set to NULL (its WorkflowGone row
 // deleted); one cut by the budget keeps the last child walked. The result:
+// Two reads past, argued in ADR 0016: the edge walk (under the workflow
+// lock only an open EnqueueWorkflowTx holds edges, of its own new tasks,
+// and the walk must not wait for one at its range's end), and the cursor
+// writes (a purge or trim holding the owed row's key waits for this
+// step's lock on the row's IX_Release key; a skipped write only makes a
+// later step walk again, which changes nothing it changed: done edges and
+// moved children are left alone, and the purge's WorkflowGone row walks
+// from 0). The children are locked only for open edges.
 // whether more is owed (an owed row it did not walk or finish, or a child
 // it dead-lettered, which owes its own children: the store runs another
 // step), and whether the lock was busy. @workflowId 0 pays every
@@ -2006,7 +2024,7 @@ BEGIN
             BREAK;
         INSERT INTO @edges (ParentId, ChildId, State)
         SELECT TOP (@budget) e.ParentId, e.ChildId, e.State
-        FROM {{s}}.WorkflowEdges AS e WITH (UPDLOCK, ROWLOCK)
+        FROM {{s}}.WorkflowEdges AS e WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
         WHERE e.ParentId = @p AND e.ChildId > @cur
         ORDER BY e.ChildId;
         SET @got = @@ROWCOUNT;
@@ -2025,7 +2043,7 @@ BEGIN
             ELSE 2 END
     FROM @edges AS x
     INNER JOIN @owed AS o ON o.Id = x.ParentId
-    LEFT JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK, READCOMMITTEDLOCK) ON h.Id = x.ChildId AND h.Status = 5;
+    LEFT JOIN {{s}}.JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK, READCOMMITTEDLOCK) ON x.State = 0 AND h.Id = x.ChildId AND h.Status = 5;
     UPDATE e SET State = 1
     OUTPUT inserted.ChildId INTO @done (ChildId)
     FROM {{s}}.WorkflowEdges AS e WITH (FORCESEEK, ROWLOCK)
@@ -2053,19 +2071,19 @@ BEGIN
     INNER JOIN @owed AS o ON o.Id = x.ParentId
     WHERE o.Source = 3;
     UPDATE a SET ReleaseCursor = o.NewCursor
-    FROM {{s}}.JobsArchive AS a WITH (FORCESEEK, ROWLOCK)
+    FROM {{s}}.JobsArchive AS a WITH (FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     INNER JOIN @owed AS o ON o.Id = a.Id
     WHERE o.Source = 1 AND o.Walked = 1;
     UPDATE d SET ReleaseCursor = o.NewCursor
-    FROM {{s}}.JobsDLQ AS d WITH (FORCESEEK, ROWLOCK)
+    FROM {{s}}.JobsDLQ AS d WITH (FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     INNER JOIN @owed AS o ON o.Id = d.Id
     WHERE o.Source = 2 AND o.Walked = 1;
     UPDATE g SET ReleaseCursor = o.NewCursor
-    FROM {{s}}.WorkflowGone AS g WITH (FORCESEEK, ROWLOCK)
+    FROM {{s}}.WorkflowGone AS g WITH (FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     INNER JOIN @owed AS o ON o.Id = g.ParentId
     WHERE o.Source = 3 AND o.Walked = 1 AND o.NewCursor IS NOT NULL;
     DELETE g
-    FROM {{s}}.WorkflowGone AS g WITH (FORCESEEK, ROWLOCK)
+    FROM {{s}}.WorkflowGone AS g WITH (FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)
     INNER JOIN @owed AS o ON o.Id = g.ParentId
     WHERE o.Source = 3 AND o.Walked = 1 AND o.NewCursor IS NULL;
     DELETE w

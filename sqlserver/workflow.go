@@ -73,7 +73,7 @@ func (s *Store) EnqueueWorkflow(ctx context.Context, p jobs.WorkflowParams) (job
 			return err
 		}
 		defer tx.Rollback()
-		if out, err = s.insertWorkflow(ctx, tx, 0, p.Name, p.Tasks, nil); err != nil {
+		if out, err = s.insertWorkflow(ctx, tx, 0, p.Name, p.Tasks, nil, jobs.LeaseRef{}); err != nil {
 			return err
 		}
 		return tx.Commit()
@@ -95,7 +95,7 @@ func (s *Store) EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, p jobs.Workfl
 	if err != nil {
 		return jobs.WorkflowResult{}, err
 	}
-	out, err := s.insertWorkflow(ctx, tx, 0, p.Name, p.Tasks, nil)
+	out, err := s.insertWorkflow(ctx, tx, 0, p.Name, p.Tasks, nil, jobs.LeaseRef{})
 	if err != nil {
 		return jobs.WorkflowResult{}, fmt.Errorf("sqlserver: enqueue workflow %q in caller's transaction: %w", p.Name, err)
 	}
@@ -106,12 +106,16 @@ func (s *Store) EnqueueWorkflowTx(ctx context.Context, tx *sql.Tx, p jobs.Workfl
 // wf (0: a new one named name) on q, a transaction: at most insertBatch
 // tasks and workflowEdgeBatch edges a statement. A parent not among tasks
 // is one of existing, by name. Task i's ID is the range's first plus i.
-func (s *Store) insertWorkflow(ctx context.Context, q querier, wf int64, name string, tasks []jobs.WorkflowTask, existing map[string]int64) (jobs.WorkflowResult, error) {
+//
+// fence, when not zero, is the job a fan-out comes from: the last part
+// checks it still holds its lease, and error 51004 rolls the whole fan-out
+// back when it does not.
+func (s *Store) insertWorkflow(ctx context.Context, q querier, wf int64, name string, tasks []jobs.WorkflowTask, existing map[string]int64, fence jobs.LeaseRef) (jobs.WorkflowResult, error) {
 	ord := make(map[string]int32, len(tasks))
 	for i, t := range tasks {
 		ord[t.Name] = int32(i)
 	}
-	var edges []workflowEdgeRow
+	edges := []workflowEdgeRow{} // never nil: the driver refuses a nil TVP
 	for i, t := range tasks {
 		for _, parent := range t.After {
 			e := workflowEdgeRow{ChildOrd: int32(i)}
@@ -143,11 +147,15 @@ func (s *Store) insertWorkflow(ctx context.Context, q querier, wf int64, name st
 			return jobs.WorkflowResult{}, err
 		}
 		el, eh := min(part*workflowEdgeBatch, len(edges)), min((part+1)*workflowEdgeBatch, len(edges))
-		args := append(side,
+		var f jobs.LeaseRef
+		if part == parts-1 {
+			f = fence
+		}
+		args := append(side, named("fenceId", f.ID), named("fenceLease", f.Lease),
 			named("workflowId", wf), named("firstId", first), named("name", text(name)), named("total", int64(len(tasks))),
 			named("base", int64(lo)), named("items", s.insertTVP(items)),
 			named("tasks", mssql.TVP{TypeName: s.schema + ".WorkflowTaskList", Value: rows}),
-			named("edges", mssql.TVP{TypeName: s.schema + ".WorkflowEdgeList", Value: slices.Clone(edges[el:eh])}))
+			named("edges", mssql.TVP{TypeName: s.schema + ".WorkflowEdgeList", Value: append([]workflowEdgeRow{}, edges[el:eh]...)}))
 		if err := q.QueryRowContext(ctx, s.q.insertWorkflowTasks, args...).Scan(&wf, &first); err != nil {
 			return jobs.WorkflowResult{}, err
 		}
@@ -160,8 +168,8 @@ func (s *Store) insertWorkflow(ctx context.Context, q querier, wf int64, name st
 }
 
 // AddWorkflowTasks implements jobs.WorkflowExtender: in one transaction,
-// under the workflow lock, with the adding job's row locked while it is
-// Processing under its lease (qAddTasksBegin).
+// under the workflow lock (qAddTasksBegin), fenced by the adding job's
+// lease at the last insert.
 func (s *Store) AddWorkflowTasks(ctx context.Context, p jobs.AddTasksParams) (map[string]int64, error) {
 	var out map[string]int64
 	err := s.do(ctx, "add workflow tasks", once, func(ctx context.Context) error {
@@ -229,7 +237,11 @@ func (s *Store) addTasks(ctx context.Context, tx querier, p jobs.AddTasksParams)
 		return nil, &jobs.WorkflowError{Workflow: wp.Name, Err: &jobs.ValidationError{Field: "tasks", Value: len(existing) + len(wp.Tasks),
 			Rule: "a workflow has at most " + strconv.Itoa(jobs.MaxWorkflowTasks) + " tasks"}}
 	}
-	r, err := s.insertWorkflow(ctx, tx, wf.Int64, wp.Name, wp.Tasks, existing)
+	r, err := s.insertWorkflow(ctx, tx, wf.Int64, wp.Name, wp.Tasks, existing, p.Ref)
+	var me mssql.Error
+	if errors.As(err, &me) && me.Number == 51004 {
+		return nil, fmt.Errorf("lease %d, lost while adding: %w", p.Ref.Lease, jobs.ErrLeaseLost)
+	}
 	if err != nil {
 		return nil, err
 	}

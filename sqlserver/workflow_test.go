@@ -2,10 +2,13 @@ package sqlserver
 
 import (
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
+
+	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
 )
@@ -67,18 +70,34 @@ func TestReleaseStepIsBoundedAndSkipsNoChild(t *testing.T) {
 	if n := strings.Count(step, "SELECT TOP (@maxParents)"); n != 3 {
 		t.Errorf("release step: %d picks of owed tasks bounded by @maxParents, want 3 (archive, DLQ, gone)", n)
 	}
-	if n := strings.Count(step, "WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)"); n != 3 {
-		t.Errorf("release step: %d owed picks read past held rows, want 3", n)
+	for _, pick := range []string{"JobsArchive AS a", "JobsDLQ AS d", "WorkflowGone AS g"} {
+		if !strings.Contains(step, "FROM [my_schema]."+pick+" WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)") {
+			t.Errorf("release step: the owed pick of %s must read past held rows", pick)
+		}
 	}
 	if !strings.Contains(step, "SELECT TOP (@budget) e.ParentId") || !strings.Contains(step, "WHILE @budget > 0") {
 		t.Error("release step: the edges it walks must be bounded by one budget for the whole step")
 	}
-	child := "LEFT JOIN [my_schema].JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK, READCOMMITTEDLOCK) ON h.Id = x.ChildId AND h.Status = 5"
+	child := "LEFT JOIN [my_schema].JobsHot AS h WITH (FORCESEEK, UPDLOCK, ROWLOCK, READCOMMITTEDLOCK) ON x.State = 0 AND h.Id = x.ChildId AND h.Status = 5"
 	if !strings.Contains(step, child) {
-		t.Errorf("release step: the waiting children must be update-locked by seek, never read past: want %q", child)
+		t.Errorf("release step: the waiting children of open edges only must be update-locked by seek, never read past: want %q", child)
 	}
-	if strings.Contains(step, "WorkflowEdges AS e WITH (UPDLOCK, READPAST") {
-		t.Error("release step: an edge must never be read past")
+	// The walk reads past (only an open EnqueueWorkflowTx holds edges
+	// under the workflow lock, of tasks of its own); marking an edge done
+	// never does.
+	walk := "FROM [my_schema].WorkflowEdges AS e WITH (UPDLOCK, READPAST, ROWLOCK, READCOMMITTEDLOCK)\n        WHERE e.ParentId = @p AND e.ChildId > @cur"
+	if !strings.Contains(step, walk) || strings.Count(step, "WorkflowEdges AS e WITH (UPDLOCK, READPAST") != 1 {
+		t.Errorf("release step: one walk of one parent's edges after its cursor reads past: want %q", walk)
+	}
+	if !strings.Contains(step, "UPDATE e SET State = 1\n    OUTPUT inserted.ChildId INTO @done (ChildId)\n    FROM [my_schema].WorkflowEdges AS e WITH (FORCESEEK, ROWLOCK)") {
+		t.Error("release step: marking an edge done must not read past it")
+	}
+	// The cursor writes read past a row a purge or trim holds: waiting
+	// would close a cycle through the row's IX_Release key (ADR 0016).
+	for _, w := range []string{"JobsArchive AS a", "JobsDLQ AS d", "WorkflowGone AS g"} {
+		if !strings.Contains(step, "FROM [my_schema]."+w+" WITH (FORCESEEK, READPAST, ROWLOCK, READCOMMITTEDLOCK)") {
+			t.Errorf("release step: its cursor write of %s must read past a purge's lock", w)
+		}
 	}
 	lock, firstRow := strings.Index(step, "@LockTimeout = 0"), strings.Index(step, "FROM [my_schema].JobsArchive")
 	if lock < 0 || firstRow < lock {
@@ -247,5 +266,40 @@ func TestAReleaseOwedRunsBeforeTheNextClaim(t *testing.T) {
 	}
 	if s.owed == in.owed {
 		t.Error("the copy on a transaction shares the store's owed flag")
+	}
+}
+
+// A fan-out is fenced by its job's lease at its last insert: the earlier
+// parts carry no fence, the last the job's ID and lease, and the server's
+// 51004 (the lease is gone) is ErrLeaseLost. A workflow without edges
+// still sends an empty edge list, never a nil one, which the driver
+// refuses.
+func TestFanOutIsFencedAtItsLastInsert(t *testing.T) {
+	s, rec := recordingStore(t)
+	ref := jobs.LeaseRef{ID: 42, Lease: 3}
+	rec.rows = map[string][]driver.Value{s.q.addTasksBegin: {true, int64(7), "import", "nightly"}, s.q.insertWorkflowTasks: {int64(7), int64(100)}}
+	var tasks []jobs.WorkflowTask
+	for i := range s.insertBatch + 1 {
+		tasks = append(tasks, jobs.WorkflowTask{Name: fmt.Sprint("file-", i), Job: jobs.EnqueueParams{Type: "t"}})
+	}
+	if _, err := s.AddWorkflowTasks(t.Context(), jobs.AddTasksParams{Ref: ref, Tasks: tasks}); err != nil {
+		t.Fatal(err)
+	}
+	var fences []jobs.LeaseRef
+	for _, c := range rec.calls {
+		if c.query == s.q.insertWorkflowTasks {
+			a := argsOf(c)
+			fences = append(fences, jobs.LeaseRef{ID: a.i64("fenceId"), Lease: a.i64("fenceLease")})
+			if es, ok := a.tvp("edges").([]workflowEdgeRow); !ok || es == nil {
+				t.Errorf("the edge list is %#v: nil is refused by the driver", a.tvp("edges"))
+			}
+		}
+	}
+	if len(fences) != 2 || fences[0] != (jobs.LeaseRef{}) || fences[1] != ref {
+		t.Errorf("fences %v: want none on the first part, the job's lease on the last", fences)
+	}
+	rec.failNext(s.q.insertWorkflowTasks, mssql.Error{Number: 51004, Message: "lease lost"})
+	if _, err := s.AddWorkflowTasks(t.Context(), jobs.AddTasksParams{Ref: ref, Tasks: tasks[:1]}); !errors.Is(err, jobs.ErrLeaseLost) {
+		t.Errorf("a fence that fails: %v, want ErrLeaseLost", err)
 	}
 }

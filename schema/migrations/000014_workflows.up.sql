@@ -57,7 +57,7 @@ CREATE TABLE {{.Schema}}.WorkflowEdges (
     CONSTRAINT PK_WorkflowEdges PRIMARY KEY CLUSTERED (ParentId, ChildId)
 );
 CREATE NONCLUSTERED INDEX IX_WorkflowEdges_Child ON {{.Schema}}.WorkflowEdges (ChildId) INCLUDE (State);
-CREATE NONCLUSTERED INDEX IX_WorkflowEdges_Workflow ON {{.Schema}}.WorkflowEdges (WorkflowId);
+CREATE NONCLUSTERED INDEX IX_WorkflowEdges_Workflow ON {{.Schema}}.WorkflowEdges (WorkflowId) INCLUDE (State);
 
 -- A task purged or trimmed, until the release step has settled its
 -- children and deleted its edges. Failed is 1 for a dead letter.
@@ -75,12 +75,17 @@ CREATE NONCLUSTERED INDEX IX_WorkflowGone_Workflow ON {{.Schema}}.WorkflowGone (
 -- through EXEC: it names columns added above, and a batch is compiled
 -- before its ALTER TABLE runs.
 -- A workflow's tasks in each table (GetWorkflow, CancelWorkflow, and the
--- release step's check that a workflow has no task left):
-EXEC(N'CREATE NONCLUSTERED INDEX IX_JobsHot_Workflow ON {{.Schema}}.JobsHot (WorkflowId) INCLUDE (Status)
+-- release step's check that a workflow has no task left), covering what
+-- those read, so a workflow of 100,000 tasks is one range of each, with no
+-- key lookup (the fan-out reads it under the workflow lock):
+EXEC(N'CREATE NONCLUSTERED INDEX IX_JobsHot_Workflow ON {{.Schema}}.JobsHot (WorkflowId)
+    INCLUDE (Status, WorkflowTask, OnParentFailure, WaitingOn)
     WHERE WorkflowId IS NOT NULL');
 EXEC(N'CREATE NONCLUSTERED INDEX IX_JobsArchive_Workflow ON {{.Schema}}.JobsArchive (WorkflowId)
+    INCLUDE (WorkflowTask, OnParentFailure)
     WHERE WorkflowId IS NOT NULL');
 EXEC(N'CREATE NONCLUSTERED INDEX IX_JobsDLQ_Workflow ON {{.Schema}}.JobsDLQ (WorkflowId)
+    INCLUDE (WorkflowTask, OnParentFailure, FailureReason)
     WHERE WorkflowId IS NOT NULL');
 -- The finished tasks whose release is owed (the release step's queue):
 EXEC(N'CREATE NONCLUSTERED INDEX IX_JobsArchive_Release ON {{.Schema}}.JobsArchive (Id)
