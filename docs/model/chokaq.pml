@@ -37,6 +37,8 @@
  *   #define BROKEN_UNPARK_ON_CANDIDATES_ONLY L1 a claim unparks only when it picks a keyed candidate
  *   #define BROKEN_RELEASE_BEFORE_COMMIT IW1 a parent's complete releases its child when the handler returns, before the move commits
  *   #define BROKEN_RELEASE_LOST_ON_RESCUE IW2 rescue phases 2 and 3 move a parent to the DLQ without applying its child's policy
+ *   #define BROKEN_OWED_CLEARED_BEFORE_WALK_DONE IW2 (scenario 12) a release step clears the owed mark when its budget cuts the walk
+ *   #define BROKEN_MOVE_WITHOUT_OWED     IW2 (scenario 12) the parent's complete writes no owed mark on its archive row
  */
 
 #ifdef NARRATE
@@ -146,6 +148,27 @@ byte wpol;              /* job 1's OnParentFailure */
 #define P_CANCEL 0      /* DependencyCancel: to the DLQ, ReasonDependencyFailed */
 #define P_ANY 1         /* DependencyRunAnyway: the failed parent counts as done */
 #define P_WAIT 2        /* DependencyWait: waits, for a resurrect of the parent */
+/* Scenario 12 is scenario 11 under the SQL Server store's release (ADR 0034,
+ * sqlserver/queries.go qReleaseTasks): a move of job 0 out of JobsHot touches
+ * no child; it writes the owed mark (ReleaseCursor 0) on job 0's new row in
+ * the move's own statement, and a later release step, run by a claim of any
+ * process, pays it. Job 0 has a second child, X, with the lower Id, so the
+ * walk reaches job 1's edge only from the cursor a first step left: the
+ * step's edge budget is 1 (the store's is releaseMaxEdges). X stands for a
+ * waiting task and nothing more: it is only released, dead-lettered or left
+ * waiting by the steps; a released X would run as job 1 does. The marks of
+ * job 1's and X's own rows are not modelled: neither has children, so a
+ * step that takes them walks no edge and changes no hot row. */
+bit  sqlrel;            /* scenario 12 */
+bit  ow;                /* job 0's row owes its children their release: ReleaseCursor not NULL on its
+                           archive or DLQ row, or its WorkflowGone row (a purge or trim) */
+byte cur;               /* that row's ReleaseCursor: 0 from the start, 1 past X's edge, 2 past job 1's */
+bit  gfail;             /* job 0 is gone from the DLQ, not the archive (WorkflowGone.Failed) */
+byte xst;                /* child X */
+#define X_NONE 0        /* no X (every other scenario) */
+#define X_WAIT 1        /* waiting for job 0 (Status 5) */
+#define X_READY 2       /* released: Pending */
+#define X_DEAD 3        /* dead-lettered, DependencyFailed */
 
 /* ---- processor processes ---- */
 bit  frozen[NW], dead[NW], stopping[NW];
@@ -223,6 +246,8 @@ bit  group;             /* process 0 runs two goroutines, their calls group-comm
 bit  kept[NJ];          /* Processing, and its holder has stayed live since the start */
 byte attc[NJ];          /* AttemptCount when claimed */
 bit  badI1, badI3a, badI3b, badI4, badIU, badIS, badIW1;
+byte rstep;             /* process + 1 whose release step began job 0's walk (scenario 12) */
+bit  wfcrash;           /* job 1 released by a step of a process other than that one, which has crashed */
 bit  pok;               /* job 1 may run (IW1): job 0 archived, or dead-lettered under run-anyway,
                            or job 1 resurrected with job 0 not hot (the operator's word) */
 bit  pk[NJ];            /* parked since it last left a status by a move (W_flow_unparked) */
@@ -360,12 +385,18 @@ inline toPending(j, byHolder) {
 }
 /* Workflows (scenario 11, ADR 0034): the parent's own move releases its
  * waiting child, or applies the child's policy, in the same statement. */
-inline wfRelease() {
+inline wfReady() {
   if
   :: !pok -> badIW1 = 1         /* released before its parent succeeded */
   :: else -> skip
   fi;
-  st[1] = PEND; due[1] = 1; SAY("job 0's move below releases job 1: Pending, claimable\n  ")
+  st[1] = PEND; due[1] = 1
+}
+inline wfRelease() { wfReady(); SAY("job 0's move below releases job 1: Pending, claimable\n  ") }
+/* Scenario 12: the move writes job 0's owed mark, in its own statement,
+ * and touches no child; the walk starts again from the first edge. */
+inline wfOwe() {
+  ow = 1; cur = 0; rstep = 0; SAY("job 0's move below marks its new row owed (ReleaseCursor 0)\n  ")
 }
 inline dlqRow(j) { dlc[j] = (fkind != 0 && cr[j]); inHot[j] = 0; inDlq[j] = 1; clearHot(j); zused[j] = 0 }
 inline wfArchived(j) {
@@ -373,7 +404,12 @@ inline wfArchived(j) {
   :: wf && (j) == 0 ->
      pok = 1;
      if
-     :: inHot[1] && st[1] == WPAR -> wfRelease()
+#ifdef BROKEN_MOVE_WITHOUT_OWED
+     :: sqlrel -> SAY("(broken) job 0's move below marks nothing owed\n  ")
+#else
+     :: sqlrel -> wfOwe()
+#endif
+     :: !sqlrel && inHot[1] && st[1] == WPAR -> wfRelease()
      :: else -> skip
      fi
   :: else -> skip
@@ -387,24 +423,87 @@ inline wfDead(j) {
      :: else -> skip
      fi;
      if
-     :: inHot[1] && st[1] == WPAR && wpol == P_CANCEL -> dlqRow(1);
+     :: sqlrel -> wfOwe()
+     :: !sqlrel && inHot[1] && st[1] == WPAR && wpol == P_CANCEL -> dlqRow(1);
         SAY("job 0's move below dead-letters job 1, ReasonDependencyFailed\n  ")
-     :: inHot[1] && st[1] == WPAR && wpol == P_ANY -> wfRelease()
-     :: inHot[1] && st[1] == WPAR && wpol == P_WAIT -> SAY("job 0's move below leaves job 1 waiting on its failed parent\n  ")
+     :: !sqlrel && inHot[1] && st[1] == WPAR && wpol == P_ANY -> wfRelease()
+     :: !sqlrel && inHot[1] && st[1] == WPAR && wpol == P_WAIT -> SAY("job 0's move below leaves job 1 waiting on its failed parent\n  ")
      :: else -> skip
      fi
   :: else -> skip
   fi
 }
-/* Resurrect of the task: it waits only for a parent still hot; one archived or in the DLQ counts as done */
+/* Resurrect of the task: it waits only for a parent still hot; one archived or in the DLQ counts as done.
+ * (The SQL store's resurrectTasks reads the task's open edges: with one resurrect a run, job 1's edge
+ * is open whenever job 1 is in the DLQ, so the rule is the same.) Scenario 12: a resurrect of job 0
+ * deletes its DLQ row with the owed mark; its hot row owes nothing, its waiting children wait again. */
 inline wfResurrect(j) {
   if
+  :: sqlrel && (j) == 0 -> ow = 0; cur = 0; rstep = 0
   :: wf && (j) == 1 && inHot[0] -> st[1] = WPAR; SAY("  job 1 waits for job 0 again\n")
   :: wf && (j) == 1 && !inHot[0] -> pok = 1
   :: else -> skip
   fi
 }
 inline toDLQ(j) { dlqRow(j); wfDead(j) }
+/* Scenario 12: a purge or trim of job 0 writes its WorkflowGone row in the
+ * purge's transaction, owed from the first edge, failed if from the DLQ. */
+inline wfGone(j) {
+  if
+  :: sqlrel && (j) == 0 -> gfail = inDlq[0]; ow = 1; cur = 0; rstep = 0
+  :: else -> skip
+  fi
+}
+/* qReleaseTasks, one step (scenario 12): its own transaction under the
+ * workflow lock, so one step at a time, atomic, and a crash comes only
+ * between steps. It takes job 0's owed row as it stands and walks one edge
+ * (the budget) from its cursor, in child order: X, then job 1. A waiting
+ * child is released if job 0 succeeded (archived, or gone from the
+ * archive) or failed under run-anyway; left waiting under wait on a parent
+ * in the DLQ; else dead-lettered (DependencyFailed; a gone parent under
+ * wait too). A step that spends its budget cannot tell the walk is done:
+ * it keeps the cursor, and the mark is cleared (the WorkflowGone row
+ * deleted) only by a step that finds no edge left. */
+#define PFAILED     (inDlq[0] || (!born[0] && gfail))
+#define RELEASES    (!PFAILED || wpol == P_ANY)
+#define LEAVES      (inDlq[0] && wpol == P_WAIT)
+inline releaseStep(w) {
+  if
+  :: cur == 0 ->
+     if
+     :: xst == X_WAIT && RELEASES ->
+        if
+        :: !pok -> badIW1 = 1
+        :: else -> skip
+        fi;
+        xst = X_READY; SAY("P%d release step: job 0's edge to X: X released", w)
+     :: xst == X_WAIT && !RELEASES && LEAVES -> SAY("P%d release step: job 0's edge to X: X left waiting", w)
+     :: xst == X_WAIT && !RELEASES && !LEAVES -> xst = X_DEAD; SAY("P%d release step: job 0's edge to X: X dead-lettered", w)
+     :: else -> SAY("P%d release step: job 0's edge to X, X not waiting", w)
+     fi;
+#ifdef BROKEN_OWED_CLEARED_BEFORE_WALK_DONE
+     ow = 0; cur = 0; gfail = 0; rstep = 0; SAY("; (broken) the budget spent: job 0's mark cleared\n")
+#else
+     cur = 1; rstep = w + 1; SAY("; the budget spent: the cursor kept past X\n")
+#endif
+  :: cur == 1 ->
+     if
+     :: inHot[1] && st[1] == WPAR && RELEASES -> wfReady();
+        if
+        :: rstep != 0 && rstep != w + 1 && dead[rstep - 1] -> wfcrash = 1
+        :: else -> skip
+        fi;
+        SAY("P%d release step, from the cursor: job 1 released\n", w)
+     :: inHot[1] && st[1] == WPAR && !RELEASES && LEAVES -> SAY("P%d release step, from the cursor: job 1 left waiting\n", w)
+     :: inHot[1] && st[1] == WPAR && !RELEASES && !LEAVES -> dlqRow(1);
+        SAY("P%d release step, from the cursor: job 1 dead-lettered, DependencyFailed\n", w)
+     :: else -> SAY("P%d release step, from the cursor: job 1 not waiting\n", w)
+     fi;
+     cur = 2
+  :: cur == 2 -> ow = 0; cur = 0; gfail = 0; rstep = 0;
+     SAY("P%d release step: no edge left; job 0's mark cleared\n", w)
+  fi
+}
 inline toArchive(j) {
   inHot[j] = 0; zused[j] = 0;
 #ifdef BROKEN_SPLIT_MOVE
@@ -817,6 +916,9 @@ end:
        fl[w] = 0; SAY("P%d Claim, retried: nothing to adopt or claim\n", w) }
   :: d_step { fetches && late[w] != 0 && fl[w] == 0 -> late[w] = 0;
        SAY("P%d's held-up claim attempt never runs\n", w) }
+  /* Scenario 12: a claim that knows a release is owed runs a release step
+   * first (Store.ClaimHeld, releaseTasks); the claim is the next step. */
+  :: d_step { FREE_TO_CLAIM(w) && ow -> releaseStep(w) }
   COUNT_OPTION
   PARK_OPTIONS(0)
   PARK_OPTIONS(1)
@@ -1091,7 +1193,7 @@ inline retakeKey(j) {
  * row with it if it points at the job; a trim that skips a locked key row
  * (READPAST) leaves that row pointing at a job that is gone. */
 #define TRIM_OPTIONS(J) \
-  :: d_step { trimB > 0 && (inArch[J] || inDlq[J]) -> trimB--; \
+  :: d_step { trimB > 0 && (inArch[J] || inDlq[J]) -> trimB--; wfGone(J); \
        inArch[J] = 0; inDlq[J] = 0; dlc[J] = 0; born[J] = 0; out[J] = 0; att[J] = 0; snz[J] = 0; hasKey[J] = 0; \
        if \
        :: krow == J + 1 -> krow = 0 \
@@ -1232,6 +1334,20 @@ init {
        fi;
        SAY("workflow: job 1 waits for job 0, OnParentFailure %d (0 cancel, 1 run anyway, 2 wait)\n", wpol)
 #endif
+#if SCENARIO == 0 || SCENARIO == 12
+    :: qof[1] = 1; wf = 1; sqlrel = 1; st[1] = WPAR; xst = X_WAIT; resB = 1;
+       trimB = 1;                     /* a purge or trim of job 0 (a WorkflowGone row) */
+       if                             /* 12 workflow, the SQL Server release: 11's faults */
+       :: cancelB = 1
+       :: leaveB = 1                  /* also a crash between two release steps */
+       fi;
+       if
+       :: wpol = P_CANCEL
+       :: wpol = P_ANY
+       :: wpol = P_WAIT
+       fi;
+       SAY("workflow, SQL release: jobs X and 1 wait for job 0, OnParentFailure %d\n", wpol)
+#endif
     fi;
     SAY("scenario: leave %d freeze %d loss %d stale %d cancel %d resurrect %d MaxAttempts %d MaxSnoozes %d group %d; job 1 in queue %d\n",
            leaveB, freezeB, lossB, staleB, cancelB, resB, maxatt, maxsnz, group, qof[1]);
@@ -1265,7 +1381,10 @@ ltl I6 { [] (ACTIVE(0) <= MAXW0) }
  * but for a workflow task under wait on a parent in the DLQ (IW2's exception), which
  * waits for an operator */
 #define WFHELD (wf && inHot[1] && st[1] == WPAR && inDlq[0] && wpol == P_WAIT)
-ltl L1 { [] <> (!inHot[0] && (!inHot[1] || WFHELD)) }
+/* scenario 12: X leaves too (released, it would run as job 1 does, or
+ * dead-lettered), but for IW2's exception; and every owed release is paid */
+#define XLEFT  (xst != X_WAIT || (inDlq[0] && wpol == P_WAIT))
+ltl L1 { [] <> (!inHot[0] && (!inHot[1] || WFHELD) && XLEFT && !ow) }
 /* IU: every hot job that carries the unique key is the one its row points at (so never two), and
  * an enqueue refused as a duplicate named a job that held the key */
 #define KEY_OK(j)     (!(inHot[j] && hasKey[j]) || krow == (j) + 1)
@@ -1322,12 +1441,22 @@ ltl W_seq_wait { [] !(fkind == F_SEQ && inHot[0] && st[0] == WAIT && inHot[1] &&
 /* IW1: the task (job 1) leaves waiting for its parent (job 0), and is claimed, only once its
  * parent is archived, or dead-lettered under run-anyway (or it was resurrected, the parent not hot) */
 ltl IW1 { [] !badIW1 }
-/* IW2: the task never waits on a parent that is final (archived, or in the DLQ), except under
- * wait with its parent in the DLQ: the parent's move releases it or applies its policy */
-#define STRANDED (wf && inHot[1] && st[1] == WPAR && !inHot[0] && !(inDlq[0] && wpol == P_WAIT))
+/* IW2: the task never waits on a parent that is final (archived, in the DLQ, or gone), except
+ * under wait with its parent in the DLQ: the parent's move releases it or applies its policy;
+ * in scenario 12 the move leaves a debt instead, so a waiting child is not stranded while
+ * the parent's owed mark stands with its cursor before the child's edge (a step will walk
+ * it), and L1 says every debt is paid. In scenario 11 ow is never set and there is no X. */
+#define WAITOK    (inDlq[0] && wpol == P_WAIT)
+#define COVERED1  (ow && cur <= 1)
+#define COVEREDX  (ow && cur == 0)
+#define STRANDED  (wf && !inHot[0] && !WAITOK && \
+                   ((inHot[1] && st[1] == WPAR && !COVERED1) || (xst == X_WAIT && !COVEREDX)))
 ltl IW2 { [] !STRANDED }
 /* the task, released by its parent's complete, runs */
 #define WF_RUN(k) (wf && gph[k] == G_RUN && gj[k] == 1 && gcur[k] && inArch[0])
 ltl W_wf_released { [] !(WF_RUN(0) || WF_RUN(1) || WF_RUN(2)) }
 /* under wait, the task waits on its parent in the DLQ */
 ltl W_wf_wait { [] !(wf && wpol == P_WAIT && inDlq[0] && inHot[1] && st[1] == WPAR) }
+/* scenario 12: job 1 released by a release step that resumed from the cursor another
+ * process's step left, that process crashed in between */
+ltl W_wf_step_after_crash { [] !wfcrash }
