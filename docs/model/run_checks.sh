@@ -159,7 +159,7 @@ safety_lane() {
            W_cancel_running W_snooze W_retry W_start_reply_lost W_late_attempt \
            W_shutdown_retry W_snooze_meets_cancel W_chain W_chain_reply_lost W_zombie_retry \
            W_unique_dup W_unique_retake W_unique_drop W_flow_unparked W_seq_wait \
-           W_wf_released W_wf_wait; do
+           W_wf_released W_wf_wait W_wf_step_after_crash; do
     check "$w" real claim "${SAFE[@]}" -N "$w"
   done
   echo "model: broken variants (each must be caught)"
@@ -177,6 +177,8 @@ safety_lane() {
   broken BROKEN_SEQ_ONLY_IDLE IS 10
   broken BROKEN_RELEASE_BEFORE_COMMIT IW1 11
   broken BROKEN_RELEASE_LOST_ON_RESCUE IW2 11
+  broken BROKEN_OWED_CLEARED_BEFORE_WALK_DONE IW2 12
+  broken BROKEN_MOVE_WITHOUT_OWED IW2 12
 }
 
 # broken_live VARIANT PROPERTY SCENARIO: as broken, for a liveness
