@@ -96,7 +96,7 @@
 #define FETCH 1
 #define PROC 2
 #define WAIT 3          /* parked by flow control (scenario 10): not claimable */
-#define WPAR 4          /* a workflow task waiting for its parent (scenario 11): in no claim index */
+#define WPAR 4          /* a workflow task waiting for its parent (scenarios 11, 12): in no claim index */
 
 /* ---- the store: one row per job, and the table that holds it ---- */
 bit  inHot[NJ] = 1;     /* both jobs enqueued: Pending and due */
@@ -143,7 +143,7 @@ byte kseen[NW];         /* the key's active count + 1, read before the flow lock
 
 /* ---- workflows (scenario 11): job 1 is a task of one workflow that runs after
  * job 0, its parent; both inserted together (IW3), job 1 waiting ---- */
-bit  wf;                /* scenario 11 */
+bit  wf;                /* scenarios 11 and 12 */
 byte wpol;              /* job 1's OnParentFailure */
 #define P_CANCEL 0      /* DependencyCancel: to the DLQ, ReasonDependencyFailed */
 #define P_ANY 1         /* DependencyRunAnyway: the failed parent counts as done */
