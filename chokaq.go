@@ -213,8 +213,11 @@ func New(ctx context.Context, cfg Config, reg *processor.Registry) (*Client, err
 				return nil, fmt.Errorf("chokaq: migrate: %w", redact.Error(err, cfg.ConnectionString))
 			}
 		}
-		s, err := sqlserver.Open(ctx, cfg.ConnectionString,
-			sqlserver.WithSchema(cfg.Schema), sqlserver.WithLimits(cfg.Limits), sqlserver.WithLogger(cfg.Logger))
+		opts := []sqlserver.Option{sqlserver.WithSchema(cfg.Schema), sqlserver.WithLimits(cfg.Limits), sqlserver.WithLogger(cfg.Logger)}
+		if cfg.Telemetry != nil {
+			opts = append(opts, sqlserver.WithWorkflowEnded(cfg.Telemetry.RecordWorkflowEnded))
+		}
+		s, err := sqlserver.Open(ctx, cfg.ConnectionString, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("chokaq: %w", err)
 		}

@@ -61,13 +61,14 @@ func (nested) Rollback() error { return nil }
 // retried: an error that ended tx (a deadlock victim's, one under
 // XACT_ABORT) would make a retry run outside it, in autocommit.
 //
-// The copy has its own owed flag and runs no release step before its
+// The copy has its own owed flag, reports no workflow end (tx is rolled
+// back, or the caller's), and runs no release step before its
 // claims (noRelease): a release step pays every workflow's owed rows, and
 // one inside tx (the doctor's, rolled back) would lock an application's
 // tasks, and the workflow lock, until tx ends.
 func (s *Store) on(tx *sql.Tx) *Store {
 	c := *s
-	c.owed, c.noRelease = new(atomic.Bool), true
+	c.owed, c.noRelease, c.workflowEnded = new(atomic.Bool), true, nil
 	c.db = within{tx}
 	c.retry = RetryPolicy{MaxAttempts: 1, BaseDelay: s.retry.BaseDelay, MaxDelay: s.retry.MaxDelay}
 	return &c

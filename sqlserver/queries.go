@@ -1975,7 +1975,8 @@ ORDER BY t.Id;`
 // from 0). The children are locked only for open edges.
 // whether more is owed (an owed row it did not walk or finish, or a child
 // it dead-lettered, which owes its own children: the store runs another
-// step), and whether the lock was busy. @workflowId 0 pays every
+// step), and whether the lock was busy; its second, the workflows that
+// ended in it (WithWorkflowEnded). @workflowId 0 pays every
 // workflow's; another pays only that workflow's (the doctor's, which must
 // not touch an application's rows).
 var qReleaseTasks = `SET NOCOUNT ON;
@@ -1988,6 +1989,7 @@ DECLARE @owed TABLE (Id BIGINT NOT NULL PRIMARY KEY, Source TINYINT NOT NULL, Wo
 DECLARE @edges TABLE (ParentId BIGINT NOT NULL, ChildId BIGINT NOT NULL, State TINYINT NOT NULL, Act TINYINT NULL,
     PRIMARY KEY (ParentId, ChildId));
 DECLARE @done TABLE (ChildId BIGINT NOT NULL);
+DECLARE @ended TABLE (WorkflowId BIGINT NOT NULL PRIMARY KEY, Failed BIT NOT NULL);
 BEGIN TRANSACTION;
 EXEC @rc = sys.sp_getapplock @Resource = ` + workflowLock + `, @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 0;
 IF @rc < 0
@@ -2093,9 +2095,20 @@ BEGIN
       AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsArchive AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = w.Id)
       AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = w.Id)
       AND NOT EXISTS (SELECT 1 FROM {{s}}.WorkflowGone AS t WHERE t.WorkflowId = w.Id);
+    -- A workflow ended here when this step paid a finished task of it in
+    -- full and it has no task hot and none owed: the last to leave, once
+    -- (a gone task's row ends nothing: its workflow had ended before).
+    INSERT INTO @ended (WorkflowId, Failed)
+    SELECT x.WorkflowId,
+        CASE WHEN EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = x.WorkflowId) THEN 1 ELSE 0 END
+    FROM (SELECT DISTINCT o.WorkflowId FROM @owed AS o WHERE o.Source IN (1, 2) AND o.Walked = 1 AND o.NewCursor IS NULL) AS x
+    WHERE NOT EXISTS (SELECT 1 FROM {{s}}.JobsHot AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = x.WorkflowId)
+      AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsArchive AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = x.WorkflowId AND t.ReleaseCursor IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM {{s}}.JobsDLQ AS t WHERE t.WorkflowId IS NOT NULL AND t.WorkflowId = x.WorkflowId AND t.ReleaseCursor IS NOT NULL);
 END
 COMMIT TRANSACTION;
-SELECT @more, @busy;`
+SELECT @more, @busy;
+SELECT WorkflowId, Failed FROM @ended;`
 
 // reasonName is the name of failure reason o.Reason, as
 // jobs.FailureReason.String spells it.

@@ -51,6 +51,8 @@ type Store struct {
 	owed *atomic.Bool
 	// noRelease: claims run no release step (a copy made by on).
 	noRelease bool
+	// workflowEnded is WithWorkflowEnded's hook, nil for none.
+	workflowEnded func(jobs.Workflow)
 }
 
 var (

@@ -272,14 +272,58 @@ func (s *Store) releaseTasks(ctx context.Context) error {
 // one only. It reports whether more is owed and whether another step held
 // the workflow lock (then it did nothing).
 func (s *Store) releaseStep(ctx context.Context, workflow int64) (more, busy bool, err error) {
+	var ended []jobs.Workflow
 	err = s.do(ctx, "release workflow tasks", idempotent, func(ctx context.Context) error {
-		return s.db.QueryRowContext(ctx, s.q.releaseTasks, named("maxParents", int64(releaseMaxParents)),
-			named("maxEdges", int64(releaseMaxEdges)), named("workflowId", workflow)).Scan(&more, &busy)
+		ended = ended[:0]
+		rows, err := s.db.QueryContext(ctx, s.q.releaseTasks, named("maxParents", int64(releaseMaxParents)),
+			named("maxEdges", int64(releaseMaxEdges)), named("workflowId", workflow))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if !rows.Next() {
+			return errors.Join(rows.Err(), errors.New("no reply from the release step"))
+		}
+		if err := rows.Scan(&more, &busy); err != nil {
+			return err
+		}
+		if rows.NextResultSet() {
+			for rows.Next() {
+				w := jobs.Workflow{State: jobs.WorkflowSucceeded}
+				var failed bool
+				if err := rows.Scan(&w.ID, &failed); err != nil {
+					return err
+				}
+				if failed {
+					w.State = jobs.WorkflowFailed
+				}
+				ended = append(ended, w)
+			}
+		}
+		return rows.Err()
 	})
 	if err != nil {
 		return false, false, fmt.Errorf("sqlserver: release workflow tasks: %w", err)
 	}
+	if s.workflowEnded != nil {
+		for _, w := range ended {
+			s.workflowEnded(w)
+		}
+	}
 	return more, busy, nil
+}
+
+// WithWorkflowEnded calls ended each time a release step of this store
+// sees a workflow end: the step that pays the last of its tasks to leave
+// JobsHot, once per end in the whole fleet (steps take one lock), with the
+// workflow's ID and State (WorkflowSucceeded or WorkflowFailed);
+// telemetry.Metrics.RecordWorkflowEnded counts them, and chokaq.New wires
+// it when its Config has Telemetry. A workflow with a task resurrected
+// runs again and ends again. It is called after the step commits and must
+// be cheap. One end can go uncounted: a workflow's last task trimmed by
+// retention before any step paid it.
+func WithWorkflowEnded(ended func(jobs.Workflow)) Option {
+	return func(s *Store) { s.workflowEnded = ended }
 }
 
 // Workflows implements jobs.WorkflowAdmin.

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,4 +218,52 @@ func TestSQLServerReleaseStepsDoNotDeadlockWithMovesAndCancels(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A workflow's end is reported once, by the step that pays its last task:
+// a fan-out of 5 run to the end by claims, then a workflow whose root
+// fails (its children dead-lettered down the graph), failed.
+func TestSQLServerWorkflowEndsAreReportedOnce(t *testing.T) {
+	dsn, name := sqlservertest.NewSchema(t)
+	var mu sync.Mutex
+	var ended []jobs.Workflow
+	s := openOn(t, dsn, name, WithWorkflowEnded(func(w jobs.Workflow) { mu.Lock(); ended = append(ended, w); mu.Unlock() }))
+	ctx := t.Context()
+	ok := fanOut(t, s, "ends", 5)
+	for range 20 {
+		got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"ends"}, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range got {
+			if _, err := s.Start(ctx, j.Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Complete(ctx, j.Ref()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	bad := fanOut(t, s, "ends", 3)
+	got, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"ends"}, Limit: 10})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim of the second root: %v, %v", got, err)
+	}
+	if _, err := s.Start(ctx, got[0].Ref(), jobs.StartParams{DefaultTimeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeadLetter(ctx, got[0].Ref(), jobs.DeadLetterParams{Reason: jobs.ReasonFatal}); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := s.Claim(ctx, jobs.ClaimParams{WorkerID: "w", Queues: []string{"ends"}, Limit: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []jobs.Workflow{{ID: ok.ID, State: jobs.WorkflowSucceeded}, {ID: bad.ID, State: jobs.WorkflowFailed}}
+	if !slices.Equal(ended, want) {
+		t.Fatalf("ends reported %v, want %v", ended, want)
+	}
 }

@@ -1,10 +1,12 @@
 package sqlserver
 
 import (
+	"database/sql"
 	"database/sql/driver"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -301,5 +303,43 @@ func TestFanOutIsFencedAtItsLastInsert(t *testing.T) {
 	rec.failNext(s.q.insertWorkflowTasks, mssql.Error{Number: 51004, Message: "lease lost"})
 	if _, err := s.AddWorkflowTasks(t.Context(), jobs.AddTasksParams{Ref: ref, Tasks: tasks[:1]}); !errors.Is(err, jobs.ErrLeaseLost) {
 		t.Errorf("a fence that fails: %v, want ErrLeaseLost", err)
+	}
+}
+
+// The workflows a release step reports ended (its second result) reach
+// WithWorkflowEnded once each, after the step, with their state; a copy
+// on a transaction (the doctor's, rolled back) reports none.
+func TestReleaseStepReportsTheWorkflowsThatEnded(t *testing.T) {
+	var got []jobs.Workflow
+	rec := &recorder{}
+	s, err := New(sql.OpenDB(recordingConnector{rec}), WithSchema("chokaq_t"), WithWorkflowEnded(func(w jobs.Workflow) { got = append(got, w) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	rec.serve = func(c recordedCall) ([][]driver.Value, error) {
+		if c.query == s.q.releaseTasks {
+			return [][]driver.Value{{false, false}, {nextResultSet{}}, {int64(7), false}, {int64(8), true}}, nil
+		}
+		return nil, nil
+	}
+	if _, _, err := s.releaseStep(t.Context(), 0); err != nil {
+		t.Fatal(err)
+	}
+	want := []jobs.Workflow{{ID: 7, State: jobs.WorkflowSucceeded}, {ID: 8, State: jobs.WorkflowFailed}}
+	if !slices.Equal(got, want) {
+		t.Errorf("ended %v, want %v", got, want)
+	}
+	tx, err := s.DB().BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	got = nil
+	if _, _, err := s.on(tx).releaseStep(t.Context(), 9); err != nil || got != nil {
+		t.Errorf("the doctor's copy reported %v (%v), want none", got, err)
+	}
+	if !strings.Contains(s.q.releaseTasks, "WHERE o.Source IN (1, 2) AND o.Walked = 1 AND o.NewCursor IS NULL") {
+		t.Error("only a finished task paid in full ends its workflow, never a gone one's row")
 	}
 }

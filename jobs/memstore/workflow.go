@@ -41,8 +41,8 @@ type workflow struct {
 // counts them. It runs under the store's lock, in the move that finished
 // the task, so a workflow's end is reported once per end and never early:
 // ended must be cheap and must not call the store. A workflow with a task
-// resurrected runs again, and ends again. The SQL Server store has no such
-// hook (ADR 0034: a workflow ends there in a release step of any process).
+// resurrected runs again, and ends again. The SQL Server store's is
+// sqlserver.WithWorkflowEnded (a release step of any process sees the end).
 func WithWorkflowEnded(ended func(jobs.Workflow)) Option {
 	return func(s *Store) { s.workflowEnded = ended }
 }
