@@ -262,3 +262,15 @@ func TestSQLServerClientWorkflow(t *testing.T) {
 	case <-time.After(500 * time.Millisecond):
 	}
 }
+
+// TestSQLServerBatchRunsItsCallbackOnce: the batch callback cases (both
+// policies, the counts by outcome, a member resurrected after the
+// callback ran) on SQL Server, each on a fresh schema.
+func TestSQLServerBatchRunsItsCallbackOnce(t *testing.T) {
+	batchCallbackCases(t, func(t *testing.T) chokaq.Config {
+		dsn, name := sqlservertest.NewSchema(t)
+		cfg := chokaq.Config{ConnectionString: dsn, Schema: name, DisableRescue: true}
+		cfg.Processor.PollInterval = 50 * time.Millisecond
+		return cfg
+	})
+}

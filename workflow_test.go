@@ -189,6 +189,13 @@ func (BatchArgs) Kind() string { return "batch.job" }
 // sees the counts by outcome) or only on all succeeded; a member
 // resurrected after the callback ran does not run the callback again.
 func TestEnqueueBatchRunsItsCallbackOnce(t *testing.T) {
+	batchCallbackCases(t, func(*testing.T) chokaq.Config { return chokaq.Config{Store: memstore.New(), DisableRescue: true} })
+}
+
+// batchCallbackCases runs the batch callback cases on the stores cfg
+// gives (a fresh one per case): the memory store here, SQL Server in
+// TestSQLServerBatchRunsItsCallbackOnce.
+func batchCallbackCases(t *testing.T, cfg func(*testing.T) chokaq.Config) {
 	for _, c := range []struct {
 		name        string
 		when        chokaq.BatchCallback
@@ -200,7 +207,6 @@ func TestEnqueueBatchRunsItsCallbackOnce(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := t.Context()
-			store := memstore.New()
 			var client *chokaq.Client
 			var mu sync.Mutex
 			runs, seen := 0, jobs.Workflow{}
@@ -222,7 +228,7 @@ func TestEnqueueBatchRunsItsCallbackOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			var err error
-			client, err = chokaq.New(ctx, chokaq.Config{Store: store, DisableRescue: true}, reg)
+			client, err = chokaq.New(ctx, cfg(t), reg)
 			if err != nil {
 				t.Fatal(err)
 			}
