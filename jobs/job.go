@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -88,7 +90,17 @@ func ParseFailureReason(s string) (FailureReason, error) {
 			return r, nil
 		}
 	}
-	return 0, &ValidationError{Field: "reason", Value: s, Rule: "must be one of MaxRetriesExceeded(0), Cancelled(1), Zombie(2), Fatal(6), Timeout(7), HeartbeatFailure(9), RetryLifetimeExpired(10), SnoozeLimitExceeded(11)"}
+	return 0, &ValidationError{Field: "reason", Value: s, Rule: "must be one of " + reasonList()}
+}
+
+// reasonList names every reason with its number, in number order, as
+// ParseFailureReason's error offers them.
+func reasonList() string {
+	var parts []string
+	for _, r := range slices.Sorted(maps.Keys(reasonNames)) {
+		parts = append(parts, fmt.Sprintf("%s(%d)", r, int(r)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // Table names the place a job lives.

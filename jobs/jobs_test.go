@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,8 +66,15 @@ func TestParseFailureReason(t *testing.T) {
 			t.Errorf("ParseFailureReason(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	if _, err := ParseFailureReason("3"); !errors.Is(err, ErrInvalidArgument) {
+	_, err := ParseFailureReason("3")
+	if !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("reason 3 accepted: %v", err)
+	}
+	// The error offers every reason, the newest too.
+	for r, n := range reasonNames {
+		if want := fmt.Sprintf("%s(%d)", n, int(r)); !strings.Contains(err.Error(), want) {
+			t.Errorf("the error %q does not offer %s", err, want)
+		}
 	}
 }
 

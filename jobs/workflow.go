@@ -126,6 +126,9 @@ func (p WorkflowParams) NormalizeWithin(l Limits, existing func(name string) boo
 	case len(p.Tasks) == 0 || len(p.Tasks) > MaxWorkflowTasks:
 		return fail("", &ValidationError{Field: "tasks", Value: len(p.Tasks), Rule: "a workflow has 1 to " + itoa(MaxWorkflowTasks) + " tasks"})
 	}
+	// A copy: the loop below writes each normalized task back, and the
+	// caller's slice is not ours to change.
+	p.Tasks = slices.Clone(p.Tasks)
 	index := make(map[string]int, len(p.Tasks))
 	for i, t := range p.Tasks {
 		if t.Name == "" || len(t.Name) > MaxTaskNameLen {
