@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -286,6 +287,40 @@ type Workflow struct {
 	// where they are: Pending (claimable or not yet due), Waiting (for a
 	// parent), Running (Fetched or Processing), archived, and in the DLQ.
 	Total, Pending, Waiting, Running, Succeeded, Failed int
+}
+
+// WithState returns w with Total and State derived from its counts by
+// place: running while a task is Pending, Waiting or Running, else failed
+// when one is in the DLQ, else succeeded. Every store sums a workflow so.
+func (w Workflow) WithState() Workflow {
+	w.Total = w.Pending + w.Waiting + w.Running + w.Succeeded + w.Failed
+	switch {
+	case w.Pending+w.Waiting+w.Running > 0:
+		w.State = WorkflowRunning
+	case w.Failed > 0:
+		w.State = WorkflowFailed
+	default:
+		w.State = WorkflowSucceeded
+	}
+	return w
+}
+
+// CancelChildrenFirst cancels a workflow's hot tasks, ids in children-first
+// order (a task's ID is above its parents', so descending), through
+// cancel, in chunks of MaxCancelIDs: so no parent's cancel dead-letters a
+// child as DependencyFailed before the child's own cancel names the
+// operator. A task that finishes between two chunks is reported as Cancel
+// reports it (already finished). It is CancelWorkflow's common part.
+func CancelChildrenFirst(ctx context.Context, cancel func(context.Context, CancelParams) ([]CancelResult, error), ids []int64, p CancelWorkflowParams) ([]CancelResult, error) {
+	var out []CancelResult
+	for chunk := range slices.Chunk(ids, MaxCancelIDs) {
+		rs, err := cancel(ctx, CancelParams{IDs: chunk, By: p.By, Reason: strings.TrimSpace(p.Reason)})
+		out = append(out, rs...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
 }
 
 // WorkflowTaskState is one task of a workflow as an operator sees it.

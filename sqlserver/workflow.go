@@ -5,9 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 
 	mssql "github.com/microsoft/go-mssqldb"
 
@@ -347,7 +345,7 @@ func (s *Store) Workflows(ctx context.Context, beforeID int64, limit int) ([]job
 			}
 			w.CreatedAt = w.CreatedAt.UTC()
 			w.Pending, w.Waiting, w.Running, w.Succeeded, w.Failed = int(pending), int(waiting), int(running), int(succeeded), int(failed)
-			out = append(out, summarize(w))
+			out = append(out, w.WithState())
 		}
 		return rows.Err()
 	})
@@ -355,21 +353,6 @@ func (s *Store) Workflows(ctx context.Context, beforeID int64, limit int) ([]job
 		return nil, fmt.Errorf("sqlserver: list workflows: %w", err)
 	}
 	return out, nil
-}
-
-// summarize fills w's Total and State from its counts, as the memory
-// store's summary does.
-func summarize(w jobs.Workflow) jobs.Workflow {
-	w.Total = w.Pending + w.Waiting + w.Running + w.Succeeded + w.Failed
-	switch {
-	case w.Pending+w.Waiting+w.Running > 0:
-		w.State = jobs.WorkflowRunning
-	case w.Failed > 0:
-		w.State = jobs.WorkflowFailed
-	default:
-		w.State = jobs.WorkflowSucceeded
-	}
-	return w
 }
 
 // GetWorkflow implements jobs.WorkflowAdmin: one statement, three results.
@@ -471,7 +454,7 @@ func (s *Store) getWorkflow(ctx context.Context, id int64) (jobs.WorkflowDetail,
 			}
 		}
 	}
-	d.Workflow = summarize(d.Workflow)
+	d.Workflow = d.Workflow.WithState()
 	return d, nil
 }
 
@@ -493,15 +476,7 @@ func (s *Store) CancelWorkflow(ctx context.Context, p jobs.CancelWorkflowParams)
 			ids = append(ids, d.Tasks[i].JobID)
 		}
 	}
-	var out []jobs.CancelResult
-	for chunk := range slices.Chunk(ids, jobs.MaxCancelIDs) {
-		rs, err := s.Cancel(ctx, jobs.CancelParams{IDs: chunk, By: p.By, Reason: strings.TrimSpace(p.Reason)})
-		out = append(out, rs...)
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, nil
+	return jobs.CancelChildrenFirst(ctx, s.Cancel, ids, p)
 }
 
 // noteOwed records a claim's or a probe's report that a release is owed.

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/chokaq/chokaq-go/jobs"
@@ -376,7 +375,6 @@ func (s *Store) summary(wf *workflow) jobs.Workflow {
 		if t.job == 0 {
 			continue
 		}
-		w.Total++
 		switch j := s.jobOf(t.job); {
 		case j == nil:
 		case j.Table == jobs.TableArchive:
@@ -391,15 +389,7 @@ func (s *Store) summary(wf *workflow) jobs.Workflow {
 			w.Running++
 		}
 	}
-	switch {
-	case w.Pending+w.Waiting+w.Running > 0:
-		w.State = jobs.WorkflowRunning
-	case w.Failed > 0:
-		w.State = jobs.WorkflowFailed
-	default:
-		w.State = jobs.WorkflowSucceeded
-	}
-	return w
+	return w.WithState()
 }
 
 func (s *Store) jobOf(id int64) *jobs.Job {
@@ -465,17 +455,5 @@ func (s *Store) CancelWorkflow(ctx context.Context, p jobs.CancelWorkflowParams)
 	if wf == nil {
 		return nil, fmt.Errorf("memstore: workflow %d: %w", id, jobs.ErrWorkflowNotFound)
 	}
-	// Cancel takes at most jobs.MaxCancelIDs at once; the chunks keep the
-	// children-first order, so a parent is still cancelled after its
-	// children. A task that finishes between two chunks is reported as
-	// Cancel reports it (already finished).
-	var out []jobs.CancelResult
-	for chunk := range slices.Chunk(ids, jobs.MaxCancelIDs) {
-		rs, err := s.Cancel(ctx, jobs.CancelParams{IDs: chunk, By: p.By, Reason: strings.TrimSpace(p.Reason)})
-		out = append(out, rs...)
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, nil
+	return jobs.CancelChildrenFirst(ctx, s.Cancel, ids, p)
 }
