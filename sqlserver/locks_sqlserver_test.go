@@ -217,6 +217,22 @@ func TestSQLServerHintSets(t *testing.T) {
 	}
 }
 
+// errorCounter counts the errors of a race: deadlock victims (1205) into
+// deadlocks, any other into other (logged).
+func errorCounter(t *testing.T, deadlocks, other *atomic.Int64) func(error) {
+	return func(err error) {
+		var me mssql.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &me) && me.Number == 1205:
+			deadlocks.Add(1)
+		default:
+			other.Add(1)
+			t.Logf("error: %v", err)
+		}
+	}
+}
+
 // TestSQLServerRescueDoesNotDeadlockWithHeartbeats: 200 Processing jobs
 // heartbeat in a tight loop while the three rescue phases sweep over and
 // over for 10 s. Half the jobs are past their deadline (hung handlers that
@@ -241,17 +257,7 @@ func TestSQLServerRescueDoesNotDeadlockWithHeartbeats(t *testing.T) {
 			refs[i] = j.Ref()
 		}
 		var deadlocks, other atomic.Int64
-		count := func(err error) {
-			var me mssql.Error
-			switch {
-			case err == nil:
-			case errors.As(err, &me) && me.Number == 1205:
-				deadlocks.Add(1)
-			default:
-				other.Add(1)
-				t.Logf("error: %v", err)
-			}
-		}
+		count := errorCounter(t, &deadlocks, &other)
 		stop := time.Now().Add(10 * time.Second)
 		var wg sync.WaitGroup
 		for w := range 4 {

@@ -2,15 +2,12 @@ package sqlserver
 
 import (
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/chokaq/chokaq-go/jobs"
 	"github.com/chokaq/chokaq-go/schema"
@@ -148,17 +145,7 @@ func TestSQLServerReleaseStepsDoNotDeadlockWithMovesAndCancels(t *testing.T) {
 			}
 		}
 		var deadlocks, other atomic.Int64
-		count := func(err error) {
-			var me mssql.Error
-			switch {
-			case err == nil:
-			case errors.As(err, &me) && me.Number == 1205:
-				deadlocks.Add(1)
-			default:
-				other.Add(1)
-				t.Logf("error: %v", err)
-			}
-		}
+		count := errorCounter(t, &deadlocks, &other)
 		stop := time.Now().Add(10 * time.Second)
 		var wg sync.WaitGroup
 		for w := range 3 {
