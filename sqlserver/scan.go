@@ -55,11 +55,7 @@ func scanJobRows(rows *sql.Rows) ([]*jobs.Job, error) {
 		}
 		j.Priority, j.MaxAttempts, j.AttemptCount, j.SnoozeCount = int(priority), int(maxAttempts), int(attempts), int(snoozes)
 		j.CancelRequestedAt, j.CancelNote = utc(cancelAt), cancelNote.String
-		j.Table, j.Status = jobs.Table(table), jobs.Status(status.Int64)
-		switch status.Int64 {
-		case statusWaitingOnKey, statusWaitingOnSequence, statusWaitingOnParents:
-			j.Status = jobs.StatusPending // parked (ADR 0031) or waiting for a parent (ADR 0034): Pending to every reader
-		}
+		j.Table, j.Status = jobs.Table(table), readerStatus(status.Int64)
 		j.WorkflowID, j.WorkflowTask = workflowID.Int64, workflowTask.String
 		j.ConcurrencyKey, j.SequenceKey = concurrencyKey.String, sequenceKey.String
 		if tags.String != "" {
@@ -168,6 +164,16 @@ const (
 	statusWaitingOnSequence = 4
 	statusWaitingOnParents  = 5
 )
+
+// readerStatus is the status readers see of a JobsHot Status: a parked job
+// (ADR 0031) or a task waiting for a parent (ADR 0034) is Pending.
+func readerStatus(status int64) jobs.Status {
+	switch status {
+	case statusWaitingOnKey, statusWaitingOnSequence, statusWaitingOnParents:
+		return jobs.StatusPending
+	}
+	return jobs.Status(status)
+}
 
 // busiestKeys reads qQueueStats's JSON array of the busiest keys.
 func busiestKeys(s sql.NullString) ([]jobs.KeyCount, error) {

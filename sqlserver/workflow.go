@@ -410,10 +410,7 @@ func (s *Store) getWorkflow(ctx context.Context, id int64) (jobs.WorkflowDetail,
 				d.Pending++
 			}
 			if t.Table == jobs.TableHot {
-				t.Status = jobs.Status(status.Int64)
-				if status.Int64 >= statusWaitingOnKey {
-					t.Status = jobs.StatusPending
-				}
+				t.Status = readerStatus(status.Int64)
 			}
 			byID[t.JobID] = len(d.Tasks)
 			d.Tasks = append(d.Tasks, t)
